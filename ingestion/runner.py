@@ -1,0 +1,149 @@
+"""Run ingestion: files in, articles parsed, the indexing pipeline run batch by batch, a report out.
+
+Articles are read lazily, a window at a time, so memory stays flat however many files there are. Each batch
+(whole articles, about `batch_words` words) is one pipeline run and one database transaction, so an
+interrupted run leaves every article either fully stored or not stored.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Iterable, Iterator
+
+from haystack import Pipeline
+from tqdm import tqdm
+
+from ingestion.article import Article
+from ingestion.sources import expand_paths, read_articles
+from ingestion.xml import IngestError
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    articles: int = 0
+    chunks: int = 0
+    chunks_replaced: int = 0
+    skipped: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    dry_run: bool = False
+    interrupted: bool = False
+
+    def summary(self) -> str:
+        verb = "would be ingested" if self.dry_run else "ingested"
+        rate = f" ({self.chunks / self.seconds:.1f} chunks/s)" if self.seconds and self.chunks else ""
+        lines = [
+            f"Files read:        {self.files}",
+            f"Articles {verb}: {self.articles}",
+            f"Chunks {'planned' if self.dry_run else 'written'}:    {self.chunks}{rate}",
+        ]
+        if not self.dry_run:
+            lines.append(f"Old chunks replaced: {self.chunks_replaced}")
+        lines.append(f"Skipped:           {len(self.skipped)}")
+        lines += [f"  - {reason}" for reason in self.skipped]
+        if self.superseded:
+            lines.append(f"Repeated articles (the last copy read was kept): {len(self.superseded)}")
+            lines += [f"  - {note}" for note in self.superseded]
+        lines.append(f"Time:              {self.seconds:.1f} s")
+        if self.interrupted:
+            lines.append("Interrupted: the articles counted above are stored completely; nothing else was stored.")
+        return "\n".join(lines)
+
+
+def entry_socket(pipeline: Pipeline) -> str:
+    """The component whose unconnected `documents` input takes the section Documents."""
+    entries = [name for name, sockets in pipeline.inputs().items() if "documents" in sockets]
+    if len(entries) != 1:
+        raise ValueError(
+            "the indexing pipeline needs exactly one component with an unconnected `documents` input (the "
+            f"chunker); found {entries or 'none'}"
+        )
+    return entries[0]
+
+
+def ingest(
+    paths: Iterable[str],
+    pipeline: Pipeline,
+    *,
+    dry_run: bool = False,
+    batch_words: int = 20_000,
+    window_articles: int = 2_000,
+    progress: bool = True,
+) -> IngestReport:
+    """Ingest every article found under `paths` with the indexing `pipeline` and report what happened.
+
+    :param dry_run: Parse and chunk only: no embedding, nothing written.
+    :param batch_words: Words of section text per pipeline run (and per transaction); whole articles only.
+    :param window_articles: Articles read ahead at a time (the progress bar's total grows window by window).
+    """
+    started = time.perf_counter()
+    report = IngestReport(dry_run=dry_run)
+    files, problems = expand_paths(paths)
+    report.files = len(files)
+    report.skipped += [str(p) for p in problems]
+    entry = entry_socket(pipeline)
+    if not dry_run:
+        pipeline.warm_up()
+
+    bar = tqdm(total=0, unit="article", disable=not progress, dynamic_ncols=True, desc="Ingesting")
+    try:
+        articles = _articles(files, report)
+        while window := list(islice(articles, window_articles)):
+            window = _latest_copies(window, report)
+            bar.total += len(window)
+            bar.refresh()
+            for batch in _batches(window, batch_words):
+                documents = [doc for article in batch for doc in article.section_documents()]
+                if dry_run:
+                    report.chunks += len(pipeline.get_component(entry).run(documents=documents)["documents"])
+                else:
+                    outputs = pipeline.run({entry: {"documents": documents}})
+                    report.chunks += sum(o.get("documents_written", 0) for o in outputs.values())
+                    report.chunks_replaced += sum(o.get("documents_deleted", 0) for o in outputs.values())
+                report.articles += len(batch)
+                bar.update(len(batch))
+                bar.set_postfix(chunks=report.chunks, skipped=len(report.skipped), refresh=False)
+    except KeyboardInterrupt:
+        report.interrupted = True
+    finally:
+        bar.close()
+        report.seconds = time.perf_counter() - started
+    return report
+
+
+def _articles(files: list, report: IngestReport) -> Iterator[Article]:
+    for path in files:
+        for item in read_articles(path):
+            if isinstance(item, IngestError):
+                report.skipped.append(str(item))
+            else:
+                yield item
+
+
+def _latest_copies(window: list[Article], report: IngestReport) -> list[Article]:
+    """One article per source id: a later copy (a re-exported file, say) replaces an earlier one."""
+    latest: dict[str, Article] = {}
+    for article in window:
+        earlier = latest.pop(article.source_id, None)
+        if earlier is not None:
+            report.superseded.append(
+                f"{article.source_id}: {earlier.source_file} was replaced by {article.source_file}")
+        latest[article.source_id] = article
+    return list(latest.values())
+
+
+def _batches(articles: list[Article], batch_words: int) -> Iterator[list[Article]]:
+    batch: list[Article] = []
+    words = 0
+    for article in articles:
+        batch.append(article)
+        words += sum(len(section.text.split()) for section in article.sections)
+        if words >= batch_words:
+            yield batch
+            batch, words = [], 0
+    if batch:
+        yield batch
+

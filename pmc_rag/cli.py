@@ -1,0 +1,153 @@
+"""The `pmc-rag` command.
+
+    pmc-rag setup                 prepare models and database; ingest the sample corpus if the index is empty
+    pmc-rag ingest PATH...        ingest PMC/JATS, PubMed XML or PubMedQA JSONL files, folders or globs
+    pmc-rag status                what is indexed, where, and which models are ready
+    pmc-rag bench ingest          chunks/s of parsing, embedding and writing, against plain Haystack
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pmc_rag.environment import configure_environment
+
+# Exit codes: 0 all done; 1 nothing could be done (the message says why); 3 done, but some input was skipped.
+EXIT_FAILED = 1
+EXIT_PARTIAL = 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    configure_environment()
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_FAILED
+    from pmc_rag.database import DatabaseError
+    from pmc_rag.models import ModelError
+    from pmc_rag.pipelines import PipelineError
+
+    try:
+        return args.handler(args)
+    except (DatabaseError, ModelError, PipelineError, ValueError) as error:
+        print(f"pmc-rag: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pmc-rag", description="Cited question answering over PMC and PubMed.")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    setup = commands.add_parser("setup", help="prepare models and database; ingest the sample corpus if empty")
+    setup.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
+    setup.add_argument("--no-sample", action="store_true", help="do not ingest the bundled sample corpus")
+    setup.set_defaults(handler=_setup)
+
+    ingest = commands.add_parser("ingest", help="ingest files, folders or globs")
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="file, folder or glob (quote globs)")
+    ingest.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
+    ingest.add_argument("--dry-run", action="store_true", help="parse and chunk only; embed and write nothing")
+    ingest.add_argument("--batch-words", type=int, default=20_000,
+                        help="words of text per embedding batch and transaction (default: %(default)s)")
+    ingest.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ingest.set_defaults(handler=_ingest)
+
+    status = commands.add_parser("status", help="what is indexed, where, and which models are ready")
+    status.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
+    status.set_defaults(handler=_status)
+
+    bench = commands.add_parser("bench", help="benchmarks that print figures")
+    bench_commands = bench.add_subparsers(title="benchmarks", metavar="BENCHMARK")
+    bench_ingest = bench_commands.add_parser("ingest", help="ingestion chunks/s against plain Haystack")
+    bench_ingest.add_argument("paths", nargs="*", metavar="PATH", help="input (default: the bundled sample corpus)")
+    bench_ingest.add_argument("--limit", type=int, default=1500, help="chunks to time (default: %(default)s)")
+    bench_ingest.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
+    bench_ingest.set_defaults(handler=_bench_ingest)
+    return parser
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from ingestion.runner import ingest
+    from pmc_rag.database import ensure_database
+    from pmc_rag.pipelines import load_pipeline
+
+    pipeline = load_pipeline(args.pipeline)
+    if not args.dry_run:
+        print(f"Database: {ensure_database().description}")
+    report = ingest(args.paths, pipeline, dry_run=args.dry_run, batch_words=args.batch_words,
+                    progress=not args.no_progress)
+    print(report.summary())
+    if report.interrupted:
+        return 130
+    if report.articles == 0:
+        return EXIT_FAILED
+    return EXIT_PARTIAL if report.skipped else 0
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from ingestion.runner import ingest
+    from pmc_rag.database import ensure_database
+    from pmc_rag.models import DEFAULT_LLM, EMBEDDED_LLMS, assemble_llm, seed_embedding_model
+    from pmc_rag.paths import SAMPLE_CORPUS_DIR
+    from pmc_rag.pipelines import load_pipeline
+
+    print(f"Embedding model ready: {seed_embedding_model()}")
+    print(f"Embedded LLM ready ({EMBEDDED_LLMS[DEFAULT_LLM].description}): checksum verified, {assemble_llm()}")
+    print(f"Database: {ensure_database().description}")
+    pipeline = load_pipeline(args.pipeline)
+    chunks = _stored_chunks(pipeline)
+    if chunks:
+        print(f"Index already holds {chunks} chunks: nothing to ingest.")
+    elif args.no_sample:
+        print("Index is empty; skipping the sample corpus as asked.")
+    else:
+        print(f"Index is empty: ingesting the sample corpus from {SAMPLE_CORPUS_DIR}")
+        report = ingest([str(SAMPLE_CORPUS_DIR)], pipeline)
+        print(report.summary())
+        if report.interrupted or report.articles == 0:
+            return EXIT_FAILED
+    print(
+        "\nReady. Next:\n"
+        "  pmc-rag status                 what is indexed\n"
+        "  pmc-rag ingest PATH...         add your own PMC/JATS, PubMed XML or PubMedQA JSONL files\n"
+        "  scripts/test.sh                run the test suite"
+    )
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from pmc_rag.database import ensure_database
+    from pmc_rag.pipelines import load_pipeline
+
+    print(f"Database: {ensure_database().description}")
+    store = _writer_store(load_pipeline(args.pipeline))
+    store.count_documents()  # creates the table if missing, so the query below can run
+    print(f"Table: {store.schema_name}.{store.table_name} ({store.embedding_dimension}-d embeddings)")
+    rows = store.count_unique_metadata_by_filter(filters={}, metadata_fields=["source_id"])
+    print(f"Chunks: {store.count_documents()}  Articles: {rows.get('source_id', 0)}")
+    return 0
+
+
+def _bench_ingest(args: argparse.Namespace) -> int:
+    from evaluation.bench_ingest import run_benchmark
+
+    return run_benchmark(args.paths, pipeline_name=args.pipeline, limit=args.limit)
+
+
+def _writer_store(pipeline):
+    """The document store of the pipeline's writer (the component that has one)."""
+    for name in pipeline.graph.nodes:
+        store = getattr(pipeline.get_component(name), "document_store", None)
+        if store is not None:
+            return store
+    raise ValueError("the indexing pipeline has no component with a document_store")
+
+
+def _stored_chunks(pipeline) -> int:
+    return _writer_store(pipeline).count_documents()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

