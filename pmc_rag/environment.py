@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 # Our packages that pipeline YAML may name as component types (Haystack loads only haystack* by default).
@@ -15,8 +16,14 @@ def configure_environment() -> None:
       the network for minutes on a machine that has none. Set HF_HUB_OFFLINE=0 to let a YAML-named model download.
     * HAYSTACK_TELEMETRY_ENABLED=False: no usage reports.
     * HAYSTACK_DESERIALIZATION_ALLOWLIST: lets Hayhooks (which reads only this variable) load our components.
+    * Quieter start-up: no per-load progress bars, no "could not reach the Hub" notices in offline mode.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_VERBOSITY", "error")
+    # The pgvector store notes at every start that its HNSW index exists already.
+    logging.getLogger("haystack_integrations.document_stores.pgvector.document_store").setLevel(logging.ERROR)
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     allowed = [m.strip() for m in os.environ.get("HAYSTACK_DESERIALIZATION_ALLOWLIST", "").split(",") if m.strip()]
     os.environ["HAYSTACK_DESERIALIZATION_ALLOWLIST"] = ",".join(dict.fromkeys([*allowed, *ALLOWED_MODULES]))

