@@ -13,8 +13,10 @@ from itertools import islice
 from typing import Iterable, Iterator
 
 from haystack import Pipeline
+from haystack.core.errors import PipelineRuntimeError
 from tqdm import tqdm
 
+from components.article_writer import EmbeddingDimensionError
 from ingestion.article import Article
 from ingestion.sources import expand_paths, read_articles
 from ingestion.xml import IngestError
@@ -100,7 +102,7 @@ def ingest(
                 if dry_run:
                     report.chunks += len(pipeline.get_component(entry).run(documents=documents)["documents"])
                 else:
-                    outputs = pipeline.run({entry: {"documents": documents}})
+                    outputs = _run(pipeline, entry, documents)
                     report.chunks += sum(o.get("documents_written", 0) for o in outputs.values())
                     report.chunks_replaced += sum(o.get("documents_deleted", 0) for o in outputs.values())
                 report.articles += len(batch)
@@ -112,6 +114,16 @@ def ingest(
         bar.close()
         report.seconds = time.perf_counter() - started
     return report
+
+
+def _run(pipeline: Pipeline, entry: str, documents: list) -> dict:
+    try:
+        return pipeline.run({entry: {"documents": documents}})
+    except PipelineRuntimeError as error:
+        # A dimension mismatch already says which YAML keys to change: show it without Haystack's wrapper.
+        if isinstance(error.__cause__, EmbeddingDimensionError):
+            raise error.__cause__ from None
+        raise
 
 
 def _articles(files: list, report: IngestReport) -> Iterator[Article]:

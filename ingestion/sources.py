@@ -31,7 +31,9 @@ def expand_paths(inputs: Iterable[str]) -> tuple[list[Path], list[IngestError]]:
         for match in matches:
             path = Path(match)
             if path.is_dir():
-                found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(INGESTIBLE_SUFFIXES))
+                # Symlinks too, even dangling ones, so that a broken link is reported rather than passed over.
+                found = sorted(p for p in path.rglob("*") if (p.is_file() or p.is_symlink())
+                               and p.name.endswith(INGESTIBLE_SUFFIXES))
                 if not found:
                     problems.append(IngestError(
                         f"{path}: the folder holds no {', '.join(INGESTIBLE_SUFFIXES)} files"))
@@ -55,6 +57,9 @@ def read_articles(path: Path) -> Iterator[Article | IngestError]:
         yield IngestError(f"{source}: cannot read the file ({error.strerror or error})")
         return
 
+    if not data.strip():
+        yield IngestError(f"{source}: the file is empty")
+        return
     head = data.lstrip()[:1]
     if head == b"{" or path.name.endswith((".jsonl", ".jsonl.gz")):
         first_line = data.lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace")

@@ -25,13 +25,19 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_FAILED
+    import psycopg
+    from haystack.core.errors import PipelineRuntimeError
+    from haystack.document_stores.errors import DocumentStoreError
+
     from pmc_rag.database import DatabaseError
     from pmc_rag.models import ModelError
     from pmc_rag.pipelines import PipelineError
 
     try:
         return args.handler(args)
-    except (DatabaseError, ModelError, PipelineError, ValueError) as error:
+    except (DatabaseError, ModelError, PipelineError, DocumentStoreError, PipelineRuntimeError, psycopg.Error,
+            ValueError, OSError) as error:
+        # Whatever was committed before the error stays stored; the message says what went wrong.
         print(f"pmc-rag: error: {error}", file=sys.stderr)
         return EXIT_FAILED
 

@@ -1,0 +1,169 @@
+"""Ingestion end to end through pipelines/indexing.yml, the real embedder and the real database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from haystack import Pipeline
+from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
+from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
+
+from components.article_writer import EmbeddingDimensionError
+from components.section_chunker import SectionChunker
+from ingestion.runner import ingest
+from ingestion.sources import read_articles
+from pmc_rag.pipelines import ALLOWED_MODULES
+
+from conftest import CORPUS, PROJECT_ROOT, indexing_yaml_for, make_store
+
+FULL_TEXT = [CORPUS / "pmc_oa/1471-2180-11-174.nxml", CORPUS / "pmc_oa/PMC4816447.xml",
+             CORPUS / "plos/journal.pmed.1001518.xml", CORPUS / "plos/journal.pone.0152459.xml"]
+
+
+def stored_ids(store) -> Counter:
+    return Counter(d.meta["source_id"] for d in store.filter_documents())
+
+
+def expected_chunks(paths, chunker: SectionChunker) -> Counter:
+    documents = [d for p in paths for a in read_articles(Path(p)) for d in a.section_documents()]
+    return Counter(c.meta["source_id"] for c in chunker.run(documents=documents)["documents"])
+
+
+def test_round_trip_finds_the_right_article_by_meaning(store, indexing_pipeline):
+    report = ingest([str(p) for p in FULL_TEXT], indexing_pipeline, progress=False)
+    assert (report.files, report.articles, report.skipped) == (4, 4, [])
+    assert report.chunks == store.count_documents() > 100
+    assert stored_ids(store) == expected_chunks(FULL_TEXT, indexing_pipeline.get_component("chunker"))
+
+    chunk = store.filter_documents({"field": "meta.source_id", "operator": "==", "value": "PMC3166277"})[0]
+    assert chunk.meta["title"].startswith("Factors influencing lysis time")
+    assert chunk.meta["doi"] == "10.1186/1471-2180-11-174" and chunk.meta["license"] == "CC BY 2.0"
+    assert chunk.meta["year"] == 2011 and chunk.meta["journal"] == "BMC Microbiology"
+    assert len(chunk.embedding) == 384
+
+    query = Pipeline()
+    query.add_component("embed", SentenceTransformersTextEmbedder(model="sentence-transformers/all-MiniLM-L6-v2",
+                                                                  normalize_embeddings=True, progress_bar=False))
+    query.add_component("retrieve", PgvectorEmbeddingRetriever(document_store=store, top_k=3))
+    query.connect("embed.embedding", "retrieve.query_embedding")
+    questions = {
+        "Why does the time of host cell lysis vary between individual phage lambda infections?": "PMC3166277",
+        "Is erlotinib effective as first-line treatment of advanced non-small cell lung cancer?": "PMC4816447",
+        "Does acupuncture or counselling help patients with depression in primary care?":
+            "doi:10.1371/journal.pmed.1001518",
+    }
+    for question, source_id in questions.items():
+        top = query.run({"embed": {"text": question}})["retrieve"]["documents"][0]
+        assert top.meta["source_id"] == source_id, question
+
+
+def test_reingesting_replaces_and_changes_nothing(store, indexing_pipeline):
+    paths = [str(p) for p in FULL_TEXT[:2]]
+    first = ingest(paths, indexing_pipeline, progress=False)
+    ids_before = {d.id for d in store.filter_documents()}
+    again = ingest(paths, indexing_pipeline, progress=False)
+    assert again.chunks == first.chunks == again.chunks_replaced == store.count_documents()
+    assert {d.id for d in store.filter_documents()} == ids_before
+
+
+def test_dry_run_writes_nothing(store, indexing_pipeline):
+    report = ingest([str(FULL_TEXT[0])], indexing_pipeline, dry_run=True, progress=False)
+    assert report.articles == 1 and report.chunks > 10
+    assert store.count_documents() == 0
+
+
+def test_bad_files_are_reported_with_reasons_and_the_rest_is_ingested(store, indexing_pipeline, tmp_path):
+    good = CORPUS / "pmc_oa/PMC4816447.xml"
+    real = (CORPUS / "pmc_oa/PMC6580637.xml").read_bytes()
+    (tmp_path / "good.xml").write_bytes(good.read_bytes())
+    (tmp_path / "malformed.xml").write_bytes(b"<article><front><article-meta></front></article>")
+    (tmp_path / "truncated.xml").write_bytes(real[: len(real) // 2])
+    (tmp_path / "unknown.xml").write_bytes(b"%PDF-1.4 not xml at all")
+    (tmp_path / "other.xml").write_bytes(b"<rss><channel/></rss>")
+    (tmp_path / "latin1.xml").write_bytes(
+        b'<?xml version="1.0" encoding="UTF-8"?><article><front><article-meta>'
+        b'<article-id pub-id-type="pmc">1</article-id></article-meta></front><body><p>caf\xe9</p></body></article>')
+    (tmp_path / "notext.xml").write_bytes(
+        b'<article><front><article-meta><article-id pub-id-type="pmc">42</article-id><title-group>'
+        b"<article-title>Only a title</article-title></title-group></article-meta></front></article>")
+    (tmp_path / "dangling.xml").symlink_to(tmp_path / "gone.xml")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+
+    report = ingest([str(tmp_path), str(tmp_path / "missing.xml")], indexing_pipeline, progress=False)
+
+    assert report.articles == 1 and stored_ids(store).keys() == {"PMC4816447"}
+    reasons = "\n".join(report.skipped)
+    for expected in [
+        "malformed.xml: malformed or truncated XML",
+        "truncated.xml: malformed or truncated XML",
+        "unknown.xml: unknown format",
+        "other.xml: unknown XML format <rss>",
+        "latin1.xml: bad character encoding",
+        "notext.xml: PMC42 has no text",
+        "dangling.xml: cannot read the file",
+        "empty.jsonl: the file is empty",
+        "missing.xml: no such file or folder",
+    ]:
+        assert expected in reasons, f"{expected!r} not in:\n{reasons}"
+    assert len(report.skipped) == 9
+
+
+def test_a_repeated_article_is_kept_once_the_last_copy_winning(store, indexing_pipeline, tmp_path):
+    copy = tmp_path / "copy-of-PMC4816447.xml"
+    copy.write_bytes((CORPUS / "pmc_oa/PMC4816447.xml").read_bytes())
+    report = ingest([str(CORPUS / "pmc_oa/PMC4816447.xml"), str(copy)], indexing_pipeline, progress=False)
+    assert report.articles == 1 and len(report.superseded) == 1
+    assert {d.meta["source_file"] for d in store.filter_documents()} == {str(copy)}
+
+
+def test_a_store_dimension_that_does_not_match_the_table_stops_before_embedding(store, indexing_pipeline):
+    ingest([str(FULL_TEXT[0])], indexing_pipeline, progress=False)
+    edited = Pipeline.loads(indexing_yaml_for(store.table_name, **{"store.embedding_dimension": 768}),
+                            allowed_modules=ALLOWED_MODULES)
+    with pytest.raises(EmbeddingDimensionError, match="embedding_dimension: 768"):
+        ingest([str(FULL_TEXT[1])], edited, progress=False)
+    assert stored_ids(store).keys() == {"PMC3166277"}
+
+
+def test_an_embedder_that_does_not_match_the_table_is_a_clear_error(table_name):
+    # The YAML promises 768-d vectors for a new table, but the embedder makes 384-d ones.
+    pipeline = Pipeline.loads(indexing_yaml_for(table_name, **{"store.embedding_dimension": 768}),
+                              allowed_modules=ALLOWED_MODULES)
+    with pytest.raises(EmbeddingDimensionError, match="holds 768-dimensional .* output dimension is 384"):
+        ingest([str(FULL_TEXT[0])], pipeline, progress=False)
+    store = make_store(table_name, dimension=768)
+    assert store.count_documents() == 0
+    store.delete_table()
+
+
+def test_killed_ingestion_leaves_every_article_whole_or_absent(store, tmp_path, pg_conn_str):
+    yaml_path = tmp_path / "indexing.yml"
+    yaml_path.write_text(indexing_yaml_for(store.table_name))
+    corpus = CORPUS / "pubmedqa/corpus.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pmc_rag.cli", "ingest", str(corpus), "--pipeline", str(yaml_path),
+         "--batch-words", "1500", "--no-progress"],
+        env={**os.environ, "PG_CONN_STR": pg_conn_str}, cwd=PROJECT_ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while store.count_documents() < 50 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+        assert process.poll() is None, "ingestion finished before it could be interrupted"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+
+    stored = stored_ids(store)
+    expected = expected_chunks([corpus], SectionChunker(target_words=180, overlap_words=30))
+    assert 0 < len(stored) < len(expected)
+    incomplete = {source: count for source, count in stored.items() if count != expected[source]}
+    assert incomplete == {}
