@@ -80,7 +80,7 @@ def check_server(connection_string: str) -> None:
             ).fetchone()
     except psycopg.OperationalError as error:
         raise DatabaseError(
-            f"cannot connect to PostgreSQL at {where}: {str(error).strip()}. Check PG_CONN_STR, or unset it to use "
+            f"cannot connect to PostgreSQL at {where}: {' '.join(str(error).split())} Check PG_CONN_STR, or unset it to use "
             "the embedded server."
         ) from None
     if version < MIN_SERVER_VERSION:

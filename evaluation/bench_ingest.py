@@ -1,0 +1,146 @@
+"""Ingestion benchmark: chunks per second for parsing, embedding and writing, against plain Haystack.
+
+    pmc-rag bench ingest [PATH...] [--limit N]
+
+Both sides get the same chunks, in the same order, in the same process, against the same database:
+
+* ours: the components of `pipelines/indexing.yml` (SectionChunker, the YAML's embedder settings, ArticleWriter);
+* plain Haystack: `SentenceTransformersDocumentEmbedder` and `DocumentWriter` with their default settings (only
+  the progress bar is off) writing to a `PgvectorDocumentStore` configured like ours.
+
+Model loading is excluded from the timings (both embedders are warmed up first). The writes go to two
+temporary tables that are dropped at the end. Prints a markdown table with the ratio ours / plain.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+from haystack import Document
+from haystack.components.writers import DocumentWriter
+from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
+from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+from components.article_writer import ArticleWriter
+from ingestion.sources import expand_paths, read_articles
+from ingestion.xml import IngestError
+from pmc_rag.database import ensure_database
+from pmc_rag.paths import SAMPLE_CORPUS_DIR
+from pmc_rag.pipelines import load_pipeline
+
+
+def _timed(label: str, work: Callable[[], object], count: int) -> float:
+    print(f"  {label} ...", end="", flush=True)
+    started = time.perf_counter()
+    work()
+    seconds = time.perf_counter() - started
+    print(f" {count} chunks in {seconds:.1f} s ({count / seconds:.1f} chunks/s)")
+    return count / seconds
+
+
+def _sample(chunks: list[Document], limit: int) -> list[Document]:
+    """An even spread over the corpus (abstracts and full text alike), in corpus order."""
+    if len(chunks) <= limit:
+        return chunks
+    step = len(chunks) / limit
+    return [chunks[int(i * step)] for i in range(limit)]
+
+
+def _store_like(template: PgvectorDocumentStore, table: str) -> PgvectorDocumentStore:
+    return PgvectorDocumentStore(
+        table_name=table,
+        embedding_dimension=template.embedding_dimension,
+        vector_function=template.vector_function,
+        search_strategy=template.search_strategy,
+        hnsw_index_creation_kwargs=template.hnsw_index_creation_kwargs,
+        hnsw_index_name=f"{table}_hnsw",
+        keyword_index_name=f"{table}_keyword",
+        language=template.language,
+    )
+
+
+def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int = 1500) -> int:
+    paths = paths or [str(SAMPLE_CORPUS_DIR)]
+    print(f"Database: {ensure_database().description}")
+    pipeline = load_pipeline(pipeline_name)
+    chunker = pipeline.get_component("chunker")
+    our_embedder = pipeline.get_component("embedder")
+    our_writer: ArticleWriter = pipeline.get_component("writer")
+
+    print("Parsing and chunking (ours; plain Haystack has no JATS/PubMed parser to compare with)")
+    files, _ = expand_paths(paths)
+    holder: dict[str, list] = {}
+
+    def parse_and_chunk() -> None:
+        sections = [d for f in files for a in read_articles(Path(f)) if not isinstance(a, IngestError)
+                    for d in a.section_documents()]
+        holder["chunks"] = chunker.run(documents=sections)["documents"]
+
+    started = time.perf_counter()
+    parse_and_chunk()
+    all_chunks = holder["chunks"]
+    parse_rate = len(all_chunks) / (time.perf_counter() - started)
+    print(f"  {len(all_chunks)} chunks from {len(files)} files ({parse_rate:.0f} chunks/s)")
+    chunks = _sample(all_chunks, limit)
+    print(f"Timing {len(chunks)} of them (an even spread over the corpus)")
+
+    plain_embedder = SentenceTransformersDocumentEmbedder(model=our_embedder.model, progress_bar=False)
+    print("Loading models ...")
+    our_embedder.warm_up()
+    plain_embedder.warm_up()
+
+    suffix = uuid.uuid4().hex[:8]
+    template = our_writer.document_store
+    our_store = _store_like(template, f"bench_ours_{suffix}")
+    plain_store = _store_like(template, f"bench_plain_{suffix}")
+    rates: dict[str, tuple[float, float]] = {}
+    try:
+        print("Embedding")
+        embedded: dict[str, list[Document]] = {}
+        ours = _timed("ours (indexing.yml settings)", lambda: embedded.__setitem__(
+            "ours", our_embedder.run(documents=chunks)["documents"]), len(chunks))
+        plain = _timed("plain Haystack (defaults)", lambda: embedded.__setitem__(
+            "plain", plain_embedder.run(documents=[Document(id=c.id, content=c.content, meta=c.meta)
+                                                   for c in chunks])["documents"]), len(chunks))
+        rates["embedding"] = (ours, plain)
+
+        print("Writing")
+        writer = ArticleWriter(document_store=our_store)
+        writer.warm_up()
+        plain_writer = DocumentWriter(document_store=plain_store)
+        plain_store.count_documents()  # create the table outside the timing, as warm_up does for ours
+        ours = _timed("ours (ArticleWriter: replace per article, COPY)",
+                      lambda: writer.run(documents=embedded["ours"]), len(chunks))
+        plain = _timed("plain Haystack (DocumentWriter)",
+                       lambda: plain_writer.run(documents=embedded["plain"]), len(chunks))
+        rates["writing"] = (ours, plain)
+        writer.close()
+    finally:
+        for store in (our_store, plain_store):
+            store.delete_table()
+            store.close()
+
+    embed_ours, embed_plain = rates["embedding"]
+    write_ours, write_plain = rates["writing"]
+    end_to_end = (1 / (1 / parse_rate + 1 / embed_ours + 1 / write_ours),
+                  1 / (1 / parse_rate + 1 / embed_plain + 1 / write_plain))
+    rows = [
+        ("parsing + chunking", parse_rate, None),
+        ("embedding", embed_ours, embed_plain),
+        ("writing", write_ours, write_plain),
+        ("all three (same parser for both)", *end_to_end),
+    ]
+    print("\n| stage | ours (chunks/s) | plain Haystack (chunks/s) | ours / plain |")
+    print("|---|---:|---:|---:|")
+    for stage, ours, plain in rows:
+        ratio = f"{ours / plain:.2f}" if plain else "-"
+        print(f"| {stage} | {ours:.1f} | {f'{plain:.1f}' if plain else '-'} | {ratio} |")
+    words = sum(len(c.content.split()) for c in chunks) / len(chunks)
+    print(f"\nMean chunk: {words:.0f} words. Ours embeds title and section with each chunk "
+          f"({our_embedder.meta_fields_to_embed}); plain Haystack embeds the text alone.")
+    print(f"Peak memory (RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    return 0

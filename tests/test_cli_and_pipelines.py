@@ -1,0 +1,85 @@
+"""The pmc-rag command as a user runs it, and the pipeline YAML files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from haystack import Pipeline
+
+from pmc_rag.pipelines import ALLOWED_MODULES, PipelineError, load_pipeline
+
+from conftest import CORPUS, PROJECT_ROOT
+
+PMC_RAG = [sys.executable, "-m", "pmc_rag.cli"]
+
+
+def pmc_rag(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*PMC_RAG, *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def test_dry_run_reports_counts_and_skipped_files_with_exit_code_3(tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<article><unclosed></article>")
+    result = pmc_rag("ingest", "--dry-run", "--no-progress", str(CORPUS / "pmc_oa" / "*.nxml"), str(bad))
+    assert result.returncode == 3, result.stderr
+    assert "Files read:        7" in result.stdout
+    assert "Articles would be ingested: 6" in result.stdout
+    assert f"{bad}: malformed or truncated XML" in result.stdout
+
+
+def test_nothing_to_ingest_is_a_failure_that_says_why():
+    result = pmc_rag("ingest", "--dry-run", "--no-progress", "no/such/file.xml")
+    assert result.returncode == 1
+    assert "no/such/file.xml: no such file or folder" in result.stdout
+
+
+def test_an_unknown_pipeline_is_a_clear_error():
+    result = pmc_rag("ingest", "--dry-run", "--pipeline", "nonexistent", str(CORPUS))
+    assert result.returncode == 1
+    assert "pmc-rag: error: pipeline file nonexistent not found" in result.stderr
+
+
+def test_ingest_and_status_against_a_server_from_pg_conn_str(pg_conn_str, tmp_path, table_name):
+    from conftest import indexing_yaml_for, make_store
+
+    yaml_path = tmp_path / "indexing.yml"
+    yaml_path.write_text(indexing_yaml_for(table_name))
+    env = {"PG_CONN_STR": pg_conn_str, "PMC_RAG_HOME": str(tmp_path / "home")}
+    result = pmc_rag("ingest", "--no-progress", "--pipeline", str(yaml_path),
+                     str(CORPUS / "plos/journal.pone.0097541.xml"), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "Database: PostgreSQL at" in result.stdout and "(PG_CONN_STR)" in result.stdout
+    assert "Articles ingested: 1" in result.stdout
+    status = pmc_rag("status", "--pipeline", str(yaml_path), env=env)
+    assert f"Table: public.{table_name} (384-d embeddings)" in status.stdout
+    assert "Articles: 1" in status.stdout
+    make_store(table_name).delete_table()
+
+
+@pytest.mark.parametrize("path", sorted((PROJECT_ROOT / "pipelines").glob("*.yml")), ids=lambda p: p.name)
+def test_every_pipeline_yaml_loads_and_round_trips(path: Path):
+    pipeline = load_pipeline(path)
+    again = Pipeline.loads(pipeline.dumps(), allowed_modules=ALLOWED_MODULES)
+    assert again.to_dict() == pipeline.to_dict()
+
+
+def test_indexing_yaml_says_what_it_promises():
+    spec = yaml.safe_load((PROJECT_ROOT / "pipelines/indexing.yml").read_text())
+    components = spec["components"]
+    assert components["embedder"]["init_parameters"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    store = components["writer"]["init_parameters"]["document_store"]["init_parameters"]
+    assert store["embedding_dimension"] == 384 and store["table_name"] == "pmc_chunks"
+    assert "connection_string" not in store, "the connection string comes from PG_CONN_STR, never the YAML"
+
+
+def test_a_broken_pipeline_file_names_itself(tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text("components:\n  x:\n    type: no.such.Component\n    init_parameters: {}\n")
+    with pytest.raises(PipelineError, match="broken.yml: cannot load the pipeline"):
+        load_pipeline(broken)

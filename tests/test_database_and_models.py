@@ -1,0 +1,101 @@
+"""The embedded database across restarts, an external one by PG_CONN_STR, and the offline models."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pmc_rag import models
+from pmc_rag.database import DatabaseError, check_server, ensure_database, redact
+
+from conftest import PROJECT_ROOT
+
+
+def run_python(code: str, **env: str) -> str:
+    environment = {k: v for k, v in os.environ.items() if k != "PG_CONN_STR"}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env={**environment, **env},
+                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_embedded_database_keeps_its_data_across_restarts(tmp_path):
+    home = tmp_path / "home"
+    writer = """
+        import psycopg
+        from pmc_rag.database import ensure_database
+        info = ensure_database()
+        with psycopg.connect(info.connection_string, autocommit=True) as c:
+            c.execute("CREATE TABLE kept (note text)")
+            c.execute("INSERT INTO kept VALUES ('still here')")
+        print(info.embedded, info.description)
+    """
+    reader = """
+        import psycopg
+        from pmc_rag.database import ensure_database
+        with psycopg.connect(ensure_database().connection_string) as c:
+            print(c.execute("SELECT note FROM kept").fetchone()[0])
+    """
+    first = run_python(writer, PMC_RAG_HOME=str(home))
+    assert first == f"True embedded PostgreSQL in {home / 'pgdata'}"
+    # The first process has exited, and with it the server (it was the last user); the second starts it again.
+    assert not (home / "pgdata" / "postmaster.pid").exists()
+    assert run_python(reader, PMC_RAG_HOME=str(home)) == "still here"
+
+
+def test_pg_conn_str_selects_that_server(pg_conn_str, monkeypatch, tmp_path):
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path))
+    info = ensure_database()
+    assert info.connection_string == pg_conn_str and not info.embedded
+    assert not (tmp_path / "pgdata").exists(), "no embedded server was started"
+
+
+def test_unreachable_server_is_a_clear_error():
+    with pytest.raises(DatabaseError, match="cannot connect to PostgreSQL at .*Check PG_CONN_STR"):
+        check_server("postgresql://nobody:secret@/nodb?host=/nonexistent-socket-dir&connect_timeout=2")
+
+
+def test_passwords_never_reach_messages():
+    assert redact("postgresql://me:s3cret@db.example:5432/x") == "postgresql://me:***@db.example:5432/x"
+    assert "s3cret" not in redact("host=db user=me password=s3cret dbname=x")
+
+
+def test_embedding_model_is_served_from_the_local_cache_under_its_hub_name():
+    snapshot = models.seed_embedding_model()
+    assert (snapshot / "model.safetensors").is_file() and (snapshot / "modules.json").is_file()
+    assert models.seed_embedding_model() == snapshot  # idempotent
+
+
+def test_gguf_assembly_verifies_its_checksum(tmp_path, monkeypatch):
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path))
+    package = tmp_path / "fake_gguf_parts"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "data" / "a.bin").write_bytes(b"GGUF-part-one|")
+    (package / "data" / "b.bin").write_bytes(b"part-two")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    content = b"GGUF-part-one|part-two"
+    good = models.GgufModel("tiny.gguf", (("fake_gguf_parts", "data/a.bin"), ("fake_gguf_parts", "data/b.bin")),
+                            len(content), hashlib.sha256(content).hexdigest(), "test model")
+    monkeypatch.setitem(models.EMBEDDED_LLMS, "tiny", good)
+    path = models.assemble_llm("tiny")
+    assert path.read_bytes() == content
+
+    damaged = models.GgufModel("bad.gguf", good.parts, good.size, "0" * 64, "test model")
+    monkeypatch.setitem(models.EMBEDDED_LLMS, "bad", damaged)
+    with pytest.raises(models.ModelError, match="damaged or of another version"):
+        models.assemble_llm("bad")
+    assert not Path(tmp_path / "models" / "bad.gguf").exists()
+
+
+def test_the_shipped_llm_is_assembled_and_verified():
+    path = models.assemble_llm()
+    assert path.stat().st_size == models.EMBEDDED_LLMS[models.DEFAULT_LLM].size
+    with path.open("rb") as gguf:
+        assert gguf.read(4) == b"GGUF"
