@@ -61,7 +61,7 @@ class ArticleWriter:
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ArticleWriter":
+    def from_dict(cls, data: dict[str, Any]) -> ArticleWriter:
         data = {**data, "init_parameters": dict(data["init_parameters"])}  # leave the caller's dict as it was
         params = data["init_parameters"]
         params["document_store"] = PgvectorDocumentStore.from_dict(params["document_store"])

@@ -89,7 +89,7 @@ class SectionChunker:
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SectionChunker":
+    def from_dict(cls, data: dict[str, Any]) -> SectionChunker:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])

@@ -17,8 +17,8 @@ from __future__ import annotations
 import resource
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from haystack import Document
 from haystack.components.writers import DocumentWriter

@@ -20,8 +20,8 @@ The strongest signal wins: a paper that is both a Review and a Meta-Analysis is 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True)

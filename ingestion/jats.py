@@ -198,9 +198,8 @@ def _abstract_sections(meta: etree._Element) -> list[Section]:
     for abstract in meta.xpath("abstract|trans-abstract[@xml:lang='en']"):
         if abstract.get("abstract-type") in _SKIPPED_ABSTRACT_TYPES:
             continue
-        heading = first_text(abstract, "title") or (
-            "Abstract" if not abstract.get("abstract-type") else abstract.get("abstract-type").replace("-", " ").capitalize()
-        )
+        kind = abstract.get("abstract-type")  # e.g. "summary" for PLOS's author summary
+        heading = first_text(abstract, "title") or (kind.replace("-", " ").capitalize() if kind else "Abstract")
         parts = abstract.xpath("sec")
         if parts:  # structured abstract: one section per labelled part
             for part in parts:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from ingestion.article import Article, Section
 from ingestion.xml import IngestError

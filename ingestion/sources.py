@@ -7,8 +7,8 @@ can report it and go on with the rest of the batch.
 from __future__ import annotations
 
 import glob
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from ingestion.article import Article
 from ingestion.jats import is_jats, parse_jats

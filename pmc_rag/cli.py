@@ -103,7 +103,7 @@ def _setup(args: argparse.Namespace) -> int:
     print(f"Embedded LLM ready ({EMBEDDED_LLMS[DEFAULT_LLM].description}): checksum verified, {assemble_llm()}")
     print(f"Database: {ensure_database().description}")
     pipeline = load_pipeline(args.pipeline)
-    chunks = _stored_chunks(pipeline)
+    chunks = _writer_store(pipeline).count_documents()
     if chunks:
         print(f"Index already holds {chunks} chunks: nothing to ingest.")
     elif args.no_sample:
@@ -149,10 +149,6 @@ def _writer_store(pipeline):
         if store is not None:
             return store
     raise ValueError("the indexing pipeline has no component with a document_store")
-
-
-def _stored_chunks(pipeline) -> int:
-    return _writer_store(pipeline).count_documents()
 
 
 if __name__ == "__main__":

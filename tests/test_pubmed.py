@@ -17,7 +17,8 @@ MEDLINE = FIXTURES / "medline"
 
 # PMID: (file, PMCID, abstract parts, MeSH headings, start of title, DOI, year) per the data's provenance table
 EXPECTED = {
-    "12091962": ("biopython/pubmed1.xml", None, 0, 19, "The treatment of AIDS behind the walls of correctional facilities", None, None),
+    "12091962": ("biopython/pubmed1.xml", None, 0, 19, "The treatment of AIDS behind the walls of correctional",
+                 None, None),
     "9997": ("biopython/pubmed1.xml", None, 1, 13, "Magnetic studies of Chromatium flavocytochrome C552",
              "10.1016/0005-2795(76)90109-4", 1976),
     "11748933": ("biopython/pubmed2.xml", None, 1, 11, "Is cryopreservation a homogeneous process?",

@@ -111,7 +111,8 @@ def test_paragraph_breaks_survive_inside_a_chunk():
     "text, expected",
     [
         ("Smith et al. showed it. Then it failed.", ["Smith et al. showed it.", "Then it failed."]),
-        ("See Fig. 2 for details. The rate was 3.5 per cent.", ["See Fig. 2 for details.", "The rate was 3.5 per cent."]),
+        ("See Fig. 2 for details. The rate was 3.5 per cent.",
+         ["See Fig. 2 for details.", "The rate was 3.5 per cent."]),
         ("Levels rose (p < 0.05). [12] Next one.", ["Levels rose (p < 0.05).", "[12] Next one."]),
         ("Dr. J. Smith agreed. Yes!", ["Dr. J. Smith agreed.", "Yes!"]),
         ("lower case after stop. continues here", ["lower case after stop. continues here"]),
