@@ -167,3 +167,52 @@ def test_killed_ingestion_leaves_every_article_whole_or_absent(store, tmp_path, 
     assert 0 < len(stored) < len(expected)
     incomplete = {source: count for source, count in stored.items() if count != expected[source]}
     assert incomplete == {}
+
+
+@pytest.fixture(scope="module")
+def tiny_sentence_transformer(tmp_path_factory) -> Path:
+    """A 32-dimensional Sentence-Transformers model with random weights, built here (nothing to download)."""
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from pmc_rag.models import seed_embedding_model
+
+    folder = tmp_path_factory.mktemp("tiny-st")
+    tokenizer = AutoTokenizer.from_pretrained(str(seed_embedding_model()))
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=256)
+    BertModel(config).save_pretrained(folder / "bert")
+    tokenizer.save_pretrained(folder / "bert")
+    transformer = models.Transformer(str(folder / "bert"), max_seq_length=128)
+    pooling = models.Pooling(transformer.get_embedding_dimension())
+    SentenceTransformer(modules=[transformer, pooling]).save(str(folder / "model"))
+    return folder / "model"
+
+
+def test_another_sentence_transformers_model_is_a_yaml_edit(table_name, tiny_sentence_transformer):
+    yaml_text = indexing_yaml_for(table_name, **{"embedder.model": str(tiny_sentence_transformer),
+                                                 "store.embedding_dimension": 32})
+    pipeline = Pipeline.loads(yaml_text, allowed_modules=ALLOWED_MODULES)
+    report = ingest([str(FULL_TEXT[0])], pipeline, progress=False)
+    store = make_store(table_name, dimension=32)
+    try:
+        assert report.articles == 1 and store.count_documents() == report.chunks > 0
+        assert len(store.filter_documents()[0].embedding) == 32
+    finally:
+        store.delete_table()
+
+
+def test_ollama_embeddings_are_a_yaml_edit_and_an_absent_server_is_a_clear_error(table_name):
+    import yaml
+
+    spec = yaml.safe_load(indexing_yaml_for(table_name, **{"store.embedding_dimension": 768}))
+    spec["components"]["embedder"] = {
+        "type": "haystack_integrations.components.embedders.ollama.document_embedder.OllamaDocumentEmbedder",
+        "init_parameters": {"model": "nomic-embed-text", "url": "http://127.0.0.1:9"},  # nothing listens there
+    }
+    pipeline = Pipeline.loads(yaml.safe_dump(spec), allowed_modules=ALLOWED_MODULES)
+    with pytest.raises(Exception, match="Failed to connect to Ollama"):
+        ingest([str(FULL_TEXT[0])], pipeline, progress=False)
+    store = make_store(table_name, dimension=768)
+    assert store.count_documents() == 0
+    store.delete_table()
