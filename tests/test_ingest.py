@@ -172,7 +172,8 @@ def test_killed_ingestion_leaves_every_article_whole_or_absent(store, tmp_path, 
 @pytest.fixture(scope="module")
 def tiny_sentence_transformer(tmp_path_factory) -> Path:
     """A 32-dimensional Sentence-Transformers model with random weights, built here (nothing to download)."""
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     from pmc_rag.models import seed_embedding_model
@@ -183,8 +184,8 @@ def tiny_sentence_transformer(tmp_path_factory) -> Path:
                         intermediate_size=64, max_position_embeddings=256)
     BertModel(config).save_pretrained(folder / "bert")
     tokenizer.save_pretrained(folder / "bert")
-    transformer = models.Transformer(str(folder / "bert"), max_seq_length=128)
-    pooling = models.Pooling(transformer.get_embedding_dimension())
+    transformer = Transformer(str(folder / "bert"), max_seq_length=128)
+    pooling = Pooling(transformer.get_embedding_dimension())
     SentenceTransformer(modules=[transformer, pooling]).save(str(folder / "model"))
     return folder / "model"
 
