@@ -125,8 +125,14 @@ def _setup(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from pmc_rag.database import ensure_database
+    from pmc_rag.models import DEFAULT_LLM, EMBEDDED_LLMS, EMBEDDING_MODEL, cached_embedding_model, is_verified
     from pmc_rag.pipelines import load_pipeline
 
+    missing = "missing: run pmc-rag setup"
+    cached = cached_embedding_model()
+    print(f"Embedding model {EMBEDDING_MODEL}: {f'in the local cache, {cached}' if cached else missing}")
+    llm = EMBEDDED_LLMS[DEFAULT_LLM]
+    print(f"Embedded LLM: {f'{llm.path} (checksum verified)' if is_verified(llm) else missing}")
     print(f"Database: {ensure_database().description}")
     store = _writer_store(load_pipeline(args.pipeline))
     store.count_documents()  # creates the table if missing, so the query below can run

