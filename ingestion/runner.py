@@ -97,10 +97,10 @@ def ingest(
     try:
         articles = _articles(files, report)
         while window := list(islice(articles, window_articles)):
-            window = _latest_copies(window, report)
-            bar.total += sum(_words(article) for article in window)
+            sized = [(article, _words(article)) for article in _latest_copies(window, report)]
+            bar.total += sum(words for _, words in sized)
             bar.refresh()
-            for batch in _batches(window, batch_words):
+            for batch, words in _batches(sized, batch_words):
                 documents = [doc for article in batch for doc in article.section_documents()]
                 if dry_run:
                     report.chunks += len(pipeline.get_component(entry).run(documents=documents)["documents"])
@@ -111,7 +111,7 @@ def ingest(
                 report.articles += len(batch)
                 bar.set_postfix(articles=report.articles, chunks=report.chunks, skipped=len(report.skipped),
                                 refresh=False)
-                bar.update(sum(_words(article) for article in batch))
+                bar.update(words)
     except KeyboardInterrupt:
         report.interrupted = True
     finally:
@@ -140,7 +140,10 @@ def _articles(files: list, report: IngestReport) -> Iterator[Article]:
 
 
 def _latest_copies(window: list[Article], report: IngestReport) -> list[Article]:
-    """One article per source id: a later copy (a re-exported file, say) replaces an earlier one."""
+    """One article per source id: a later copy (a re-exported file, say) replaces an earlier one.
+
+    Within a window this is reported; across windows the later copy simply replaces the stored one.
+    """
     latest: dict[str, Article] = {}
     for article in window:
         earlier = latest.pop(article.source_id, None)
@@ -155,15 +158,16 @@ def _words(article: Article) -> int:
     return sum(len(section.text.split()) for section in article.sections)
 
 
-def _batches(articles: list[Article], batch_words: int) -> Iterator[list[Article]]:
+def _batches(sized: list[tuple[Article, int]], batch_words: int) -> Iterator[tuple[list[Article], int]]:
+    """Whole articles in groups of about `batch_words` words, each with its word count."""
     batch: list[Article] = []
     words = 0
-    for article in articles:
+    for article, article_words in sized:
         batch.append(article)
-        words += _words(article)
+        words += article_words
         if words >= batch_words:
-            yield batch
+            yield batch, words
             batch, words = [], 0
     if batch:
-        yield batch
+        yield batch, words
 
