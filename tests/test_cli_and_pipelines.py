@@ -84,3 +84,25 @@ def test_a_broken_pipeline_file_names_itself(tmp_path):
     broken.write_text("components:\n  x:\n    type: no.such.Component\n    init_parameters: {}\n")
     with pytest.raises(PipelineError, match="broken.yml: cannot load the pipeline"):
         load_pipeline(broken)
+
+
+def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_path, table_name):
+    from conftest import indexing_yaml_for, make_store
+
+    yaml_path = tmp_path / "indexing.yml"
+    yaml_path.write_text(indexing_yaml_for(table_name))
+    env = {"PG_CONN_STR": pg_conn_str, "PMC_RAG_HOME": str(tmp_path / "home")}
+
+    empty = pmc_rag("setup", "--no-sample", "--pipeline", str(yaml_path), env=env)
+    assert empty.returncode == 0, empty.stderr
+    assert "checksum verified" in empty.stdout and "Index is empty; skipping the sample corpus" in empty.stdout
+    assert (tmp_path / "home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").is_file()
+
+    ingested = pmc_rag("ingest", "--no-progress", "--pipeline", str(yaml_path),
+                       str(CORPUS / "plos/journal.pone.0097541.xml"), env=env)
+    assert ingested.returncode == 0, ingested.stdout + ingested.stderr
+    again = pmc_rag("setup", "--pipeline", str(yaml_path), env=env)
+    assert again.returncode == 0, again.stderr
+    assert "Index already holds 2 chunks: nothing to ingest." in again.stdout
+    assert "Ready. Next:" in again.stdout
+    make_store(table_name).delete_table()
