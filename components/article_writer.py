@@ -125,7 +125,7 @@ class ArticleWriter:
             return {"documents_written": 0, "documents_deleted": 0}
         self.warm_up()
         rows = self._rows(documents)
-        source_ids = sorted({row[3][self.source_id_field] for row in rows})
+        source_ids = sorted({meta[self.source_id_field] for _, _, _, meta in rows})
         assert self._connection is not None
         with self._connection.transaction(), self._connection.cursor() as cursor:
             cursor.execute(
@@ -138,8 +138,8 @@ class ArticleWriter:
             copy_statement = sql.SQL("COPY {} (id, embedding, content, meta) FROM STDIN (FORMAT BINARY)")
             with cursor.copy(copy_statement.format(self.table)) as copy:
                 copy.set_types(["varchar", "vector", "text", "jsonb"])
-                for row in rows:
-                    copy.write_row((row[0], row[1], row[2], Jsonb(row[3])))
+                for document_id, embedding, content, meta in rows:
+                    copy.write_row((document_id, embedding, content, Jsonb(meta)))
         return {"documents_written": len(rows), "documents_deleted": deleted}
 
     def _rows(self, documents: list[Document]) -> list[tuple[str, Any, str, dict[str, Any]]]:
