@@ -1,0 +1,194 @@
+"""An Okapi BM25 index inside PostgreSQL, kept in step with a pgvector table by triggers.
+
+PostgreSQL's own full-text ranking (`ts_rank_cd`) has no inverse document frequency and no term-frequency
+saturation, and the stock keyword retriever requires every query word to match. This module keeps what BM25
+needs next to the chunk table, in four side tables named after it:
+
+    <table>__bm25_terms     term_id, term, df          (documents containing the term)
+    <table>__bm25_docs      doc_id, docno, doc_len     (a compact number per chunk, and its length in tokens)
+    <table>__bm25_postings  term_id, docno, tf, doc_len (one row per term per chunk; primary key (term_id, docno))
+    <table>__bm25_stats     doc_count, total_len       (for the average document length)
+
+Tokens are PostgreSQL's: `to_tsvector(<the store's language>, content)`, so stemming and stop words are the
+same for documents and questions. Statement-level triggers on the chunk table update the side tables in the
+same transaction as every INSERT, UPDATE, DELETE or TRUNCATE, so the index is never out of step and there is
+nothing to rebuild by hand. `ensure_bm25_index` installs all this (idempotent) and rebuilds from the table when
+the index is new or no longer matches it (say, after the table was dropped and created again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+
+@dataclass(frozen=True)
+class BM25Tables:
+    schema: str
+    table: str
+    language: str
+
+    def _name(self, suffix: str) -> sql.Identifier:
+        return sql.Identifier(self.schema, f"{self.table}__bm25_{suffix}")
+
+    @property
+    def chunks(self) -> sql.Identifier:
+        return sql.Identifier(self.schema, self.table)
+
+    @property
+    def terms(self) -> sql.Identifier:
+        return self._name("terms")
+
+    @property
+    def docs(self) -> sql.Identifier:
+        return self._name("docs")
+
+    @property
+    def postings(self) -> sql.Identifier:
+        return self._name("postings")
+
+    @property
+    def stats(self) -> sql.Identifier:
+        return self._name("stats")
+
+    @property
+    def function(self) -> sql.Identifier:
+        return self._name("sync")
+
+    def trigger(self, event: str) -> sql.Identifier:
+        return sql.Identifier(f"{self.table}__bm25_{event}")
+
+    def format(self, template: str, **extra: sql.Composable) -> sql.Composed:
+        return sql.SQL(template).format(
+            chunks=self.chunks, terms=self.terms, docs=self.docs, postings=self.postings, stats=self.stats,
+            function=self.function, language=sql.Literal(self.language), **extra,
+        )
+
+
+_CREATE_TABLES = """
+CREATE TABLE IF NOT EXISTS {terms} (
+    term_id serial PRIMARY KEY, term text NOT NULL UNIQUE, df integer NOT NULL);
+CREATE TABLE IF NOT EXISTS {docs} (
+    doc_id varchar(128) PRIMARY KEY, docno bigserial NOT NULL UNIQUE, doc_len integer NOT NULL);
+CREATE TABLE IF NOT EXISTS {postings} (
+    term_id integer NOT NULL, docno bigint NOT NULL, tf smallint NOT NULL, doc_len integer NOT NULL,
+    PRIMARY KEY (term_id, docno));
+CREATE TABLE IF NOT EXISTS {stats} (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    doc_count bigint NOT NULL DEFAULT 0, total_len bigint NOT NULL DEFAULT 0);
+INSERT INTO {stats} DEFAULT VALUES ON CONFLICT DO NOTHING;
+"""
+
+# Adds the rows of {source} (the trigger's transition table, or the chunk table itself when rebuilding).
+_ADD_ROWS = """
+WITH tokens AS (
+    SELECT s.id AS doc_id, u.lexeme, least(coalesce(array_length(u.positions, 1), 1), 32767) AS tf
+    FROM {source} s, unnest(to_tsvector({language}::regconfig, coalesce(s.content, ''))) u
+), lengths AS (
+    SELECT doc_id, sum(tf)::integer AS doc_len FROM tokens GROUP BY doc_id
+), added_docs AS (
+    INSERT INTO {docs} (doc_id, doc_len)
+    SELECT s.id, coalesce(l.doc_len, 0) FROM {source} s LEFT JOIN lengths l ON l.doc_id = s.id
+    RETURNING docno, doc_id, doc_len
+), added_terms AS (
+    INSERT INTO {terms} (term, df)
+    SELECT lexeme, count(*) FROM tokens GROUP BY lexeme ORDER BY lexeme
+    ON CONFLICT (term) DO UPDATE SET df = {terms}.df + excluded.df
+    RETURNING term_id, term
+), added_postings AS (
+    INSERT INTO {postings} (term_id, docno, tf, doc_len)
+    SELECT t.term_id, d.docno, k.tf, d.doc_len
+    FROM tokens k JOIN added_docs d ON d.doc_id = k.doc_id JOIN added_terms t ON t.term = k.lexeme
+)
+UPDATE {stats} SET doc_count = doc_count + (SELECT count(*) FROM added_docs),
+                   total_len = total_len + (SELECT coalesce(sum(doc_len), 0) FROM added_docs)
+"""
+
+# Removes the rows of {source} (the trigger's OLD transition table). Postings are found through the old
+# text's own terms, so they need no second index on docno.
+_REMOVE_ROWS = """
+WITH removed_docs AS (
+    DELETE FROM {docs} d USING {source} s WHERE d.doc_id = s.id RETURNING d.docno, d.doc_id, d.doc_len
+), old_terms AS (
+    SELECT s.id AS doc_id, u.lexeme
+    FROM {source} s, unnest(to_tsvector({language}::regconfig, coalesce(s.content, ''))) u
+), removed_postings AS (
+    DELETE FROM {postings} p
+    USING old_terms o JOIN removed_docs d ON d.doc_id = o.doc_id JOIN {terms} t ON t.term = o.lexeme
+    WHERE p.term_id = t.term_id AND p.docno = d.docno
+    RETURNING p.term_id
+), df_changes AS (
+    UPDATE {terms} t SET df = t.df - r.n
+    FROM (SELECT term_id, count(*) AS n FROM removed_postings GROUP BY term_id) r
+    WHERE t.term_id = r.term_id
+)
+UPDATE {stats} SET doc_count = doc_count - (SELECT count(*) FROM removed_docs),
+                   total_len = total_len - (SELECT coalesce(sum(doc_len), 0) FROM removed_docs)
+"""
+
+_TRIGGER_FUNCTION = """
+CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        TRUNCATE {terms}, {docs}, {postings};
+        UPDATE {stats} SET doc_count = 0, total_len = 0;
+        RETURN NULL;
+    END IF;
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        {remove_old};
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        {add_new};
+    END IF;
+    RETURN NULL;
+END
+$body$;
+"""
+
+_TRIGGERS = {
+    "insert": "AFTER INSERT ON {chunks} REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT",
+    "update": "AFTER UPDATE ON {chunks} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT",
+    "delete": "AFTER DELETE ON {chunks} REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT",
+    "truncate": "AFTER TRUNCATE ON {chunks} FOR EACH STATEMENT",
+}
+
+
+def ensure_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> bool:
+    """Install the side tables and triggers if missing, and rebuild the index if it does not match the table.
+
+    Runs in one transaction holding a lock that keeps writers out meanwhile. Returns True if it rebuilt.
+    """
+    with connection.transaction():
+        connection.execute(tables.format("LOCK TABLE {chunks} IN SHARE ROW EXCLUSIVE MODE"))
+        connection.execute(tables.format(_CREATE_TABLES))
+        connection.execute(tables.format(
+            _TRIGGER_FUNCTION,
+            remove_old=tables.format(_REMOVE_ROWS, source=sql.Identifier("old_rows")),
+            add_new=tables.format(_ADD_ROWS, source=sql.Identifier("new_rows")),
+        ))
+        missing = [event for event in _TRIGGERS if not _trigger_exists(connection, tables, event)]
+        for event in missing:
+            connection.execute(tables.format(
+                "CREATE TRIGGER {trigger} " + _TRIGGERS[event] + " EXECUTE FUNCTION {function}()",
+                trigger=tables.trigger(event),
+            ))
+        indexed = connection.execute(tables.format("SELECT doc_count FROM {stats}")).fetchone()[0]
+        stored = connection.execute(tables.format("SELECT count(*) FROM {chunks}")).fetchone()[0]
+        if not missing and indexed == stored:
+            return False
+        connection.execute(tables.format("TRUNCATE {terms}, {docs}, {postings}"))
+        connection.execute(tables.format("UPDATE {stats} SET doc_count = 0, total_len = 0"))
+        connection.execute(tables.format(_ADD_ROWS, source=tables.chunks))
+    # Fresh statistics, or the planner guesses at the new tables' sizes (outside the transaction: cheap).
+    connection.execute(tables.format("ANALYZE {terms}, {docs}, {postings}"))
+    return True
+
+
+def _trigger_exists(connection: psycopg.Connection, tables: BM25Tables, event: str) -> bool:
+    row = connection.execute(
+        "SELECT 1 FROM pg_trigger WHERE tgrelid = %s::regclass AND tgname = %s",
+        (f'"{tables.schema}"."{tables.table}"', f"{tables.table}__bm25_{event}"),
+    ).fetchone()
+    return row is not None

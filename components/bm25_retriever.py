@@ -1,0 +1,175 @@
+"""Okapi BM25 keyword retrieval over a pgvector table, inside PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.document_stores.types import FilterPolicy
+from haystack.document_stores.types.filter_policy import apply_filter_policy
+from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from components.bm25_index import BM25Tables, ensure_bm25_index
+
+# Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)).
+# Only the question's `max_query_terms` most informative terms (highest idf) are scored, which bounds the work
+# for long questions; documents matching any of them are candidates (OR semantics).
+_SEARCH = """
+WITH question AS (
+    SELECT DISTINCT lexeme FROM unnest(to_tsvector({language}::regconfig, %s))
+), scored_terms AS (
+    SELECT t.term_id, ln(1 + ((SELECT doc_count FROM {stats})::float8 - t.df + 0.5) / (t.df + 0.5)) AS idf
+    FROM question q JOIN {terms} t ON t.term = q.lexeme
+    WHERE t.df > 0
+    ORDER BY idf DESC, t.term_id
+    LIMIT %s
+), scores AS (
+    -- The corpus statistics are scalar subqueries: evaluated once, and known to the planner as one row.
+    SELECT p.docno, sum(s.idf * p.tf / (p.tf + %s * (1 - %s + %s * p.doc_len / (
+               SELECT greatest(total_len::float8 / greatest(doc_count, 1), 1) FROM {stats})))) AS score
+    FROM scored_terms s JOIN {postings} p ON p.term_id = s.term_id
+    GROUP BY p.docno
+)
+-- Walk the scores best first, fetching (and filtering) one chunk at a time, so the scan stops at top_k hits.
+SELECT chunk.id, chunk.content, chunk.meta, chunk.embedding, ranked.score
+FROM (SELECT docno, score FROM scores ORDER BY score DESC, docno) ranked
+CROSS JOIN LATERAL (
+    SELECT chunks.id, chunks.content, chunks.meta, {embedding} AS embedding
+    FROM {docs} d JOIN {chunks} chunks ON chunks.id = d.doc_id
+    WHERE d.docno = ranked.docno {filters}
+) chunk
+ORDER BY ranked.score DESC, ranked.docno
+LIMIT %s
+"""
+
+
+@component
+class PgvectorBM25Retriever:
+    """
+    Retrieves chunks from a `PgvectorDocumentStore` table ranked by Okapi BM25, computed in PostgreSQL.
+
+    Unlike the stock `PgvectorKeywordRetriever` (every query word must match; `ts_rank_cd`, which has no
+    IDF), a chunk matches if it shares any content term with the question, and ranking is true BM25 with
+    `k1` and `b`. Stop words go and words are stemmed by PostgreSQL's text search configuration for the store's
+    `language`, for chunks and questions alike. The index lives in side tables kept current by triggers (see
+    `components.bm25_index`); `warm_up` installs it and builds it from existing rows the first time. User text
+    reaches SQL only as a bound parameter. Filters work as for the other pgvector retrievers.
+
+    Usage:
+    ```python
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+    from components.bm25_retriever import PgvectorBM25Retriever
+
+    retriever = PgvectorBM25Retriever(document_store=PgvectorDocumentStore(table_name="pmc_chunks"), top_k=10)
+    retriever.warm_up()
+    documents = retriever.run(query="Does metformin lower HbA1c in type 2 diabetes?")["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: PgvectorDocumentStore,
+        top_k: int = 10,
+        k1: float = 1.2,
+        b: float = 0.75,
+        max_query_terms: int = 32,
+        filters: dict[str, Any] | None = None,
+        filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
+        return_embedding: bool = False,
+    ):
+        """
+        :param document_store: The store whose table is searched (the one the indexing pipeline writes).
+        :param top_k: How many chunks to return.
+        :param k1: Term-frequency saturation: how quickly more occurrences of a term stop adding to the score.
+        :param b: Length normalisation: 0 ignores chunk length, 1 normalises fully.
+        :param max_query_terms: The most question terms scored (those with the highest IDF), so that very long
+            questions stay fast.
+        :param filters: Filters applied to every query (Haystack filter syntax on `meta.*`).
+        :param filter_policy: How run-time filters combine with `filters`: "replace" or "merge".
+        :param return_embedding: Also return each chunk's embedding.
+        """
+        if not isinstance(document_store, PgvectorDocumentStore):
+            raise ValueError(f"document_store must be a PgvectorDocumentStore, got {type(document_store).__name__}")
+        if top_k < 1 or max_query_terms < 1 or k1 < 0 or not 0 <= b <= 1:
+            raise ValueError("need top_k >= 1, max_query_terms >= 1, k1 >= 0 and 0 <= b <= 1")
+        self.document_store = document_store
+        self.top_k = top_k
+        self.k1 = k1
+        self.b = b
+        self.max_query_terms = max_query_terms
+        self.filters = filters
+        self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
+        self.return_embedding = return_embedding
+        self._connection: psycopg.Connection | None = None
+
+    @property
+    def tables(self) -> BM25Tables:
+        store = self.document_store
+        return BM25Tables(store.schema_name, store.table_name, store.language)
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, document_store=self.document_store.to_dict(), top_k=self.top_k, k1=self.k1, b=self.b,
+            max_query_terms=self.max_query_terms, filters=self.filters, filter_policy=self.filter_policy.value,
+            return_embedding=self.return_embedding,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PgvectorBM25Retriever:
+        data = {**data, "init_parameters": dict(data["init_parameters"])}
+        params = data["init_parameters"]
+        params["document_store"] = PgvectorDocumentStore.from_dict(params["document_store"])
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """Connect, and install or rebuild the BM25 index if the table needs it."""
+        if self._connection is not None and not self._connection.closed:
+            return
+        self.document_store.count_documents()  # the store creates its table (and extension) if missing
+        connection = psycopg.connect(self.document_store.connection_string.resolve_value() or "", autocommit=True)
+        register_vector(connection)
+        ensure_bm25_index(connection, self.tables)
+        self._connection = connection
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None) -> dict[str, Any]:
+        """
+        :param query: The question, in plain words.
+        :param filters: Filters for this query, combined with the init filters by `filter_policy`.
+        :param top_k: How many chunks to return (defaults to the init value).
+        :returns: `documents`: chunks by descending BM25 score (in `Document.score`).
+        """
+        self.warm_up()
+        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        filter_clause: sql.Composable = sql.SQL("")
+        where_params: tuple = ()
+        if filters:
+            filter_clause, where_params = _convert_filters_to_where_clause_and_params(filters, operator="AND")
+        statement = self.tables.format(
+            _SEARCH, filters=filter_clause,
+            embedding=sql.SQL("chunks.embedding" if self.return_embedding else "NULL::vector"))
+        params = (query, self.max_query_terms, self.k1, self.b, self.b, *where_params, top_k or self.top_k)
+        if self._connection.broken:
+            self.close()
+            self.warm_up()
+        with self._connection.cursor(row_factory=dict_row) as cursor:
+            rows = cursor.execute(statement, params).fetchall()
+        return {"documents": [_to_document(row) for row in rows]}
+
+
+def _to_document(row: dict[str, Any]) -> Document:
+    embedding = row["embedding"]
+    return Document(
+        id=row["id"], content=row["content"], meta=row["meta"] or {}, score=float(row["score"]),
+        embedding=embedding.tolist() if embedding is not None else None,
+    )

@@ -1,0 +1,158 @@
+"""PgvectorBM25Retriever: quality on the PubMedQA dev questions, agreement with a reference BM25, consistency."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import bm25s
+import psycopg
+import pytest
+from haystack import Document, Pipeline
+from haystack.document_stores.types import DuplicatePolicy
+from haystack_integrations.components.retrievers.pgvector import PgvectorKeywordRetriever
+
+from components.article_writer import ArticleWriter
+from components.bm25_retriever import PgvectorBM25Retriever
+from components.section_chunker import SectionChunker
+from ingestion.sources import read_articles
+
+from conftest import CORPUS, PROJECT_ROOT, make_store
+
+DEV_QUESTIONS = json.loads((PROJECT_ROOT / "evaluation/datasets/pubmedqa_dev_questions.json").read_text())
+UNIT = [0.0] * 383 + [1.0]  # BM25 needs no embeddings; the table still wants one per chunk
+
+
+def chunk(source_id: str, text: str, index: int = 0) -> Document:
+    return Document(id=f"{source_id}-{index}", content=text, embedding=UNIT,
+                    meta={"source_id": source_id, "year": 2000 + index})
+
+
+@pytest.fixture(scope="module")
+def pubmedqa_retriever(pg_conn_str):
+    """The 1,000 PubMedQA abstracts chunked as indexing.yml does, in a table of their own."""
+    store = make_store("bm25_pubmedqa")
+    retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
+    retriever.warm_up()
+    articles = list(read_articles(CORPUS / "pubmedqa/corpus.jsonl"))
+    chunks = SectionChunker().run(documents=[d for a in articles for d in a.section_documents()])["documents"]
+    ArticleWriter(document_store=store).run(documents=[replace(c, embedding=UNIT) for c in chunks])
+    yield retriever
+    retriever.close()
+    store.delete_table()
+
+
+def papers(documents: list[Document]) -> list[str]:
+    return list(dict.fromkeys(d.meta["source_id"] for d in documents))
+
+
+def test_right_paper_in_top_5_for_at_least_97_percent_of_dev_questions(pubmedqa_retriever):
+    hits = sum(f"PMID:{pmid}" in papers(pubmedqa_retriever.run(query=q["QUESTION"], top_k=20)["documents"])[:5]
+               for pmid, q in DEV_QUESTIONS.items())
+    assert hits / len(DEV_QUESTIONS) >= 0.97, hits
+
+
+def test_ranking_agrees_with_a_reference_bm25_on_the_same_tokens(pubmedqa_retriever, pg_conn_str):
+    """bm25s (Lucene variant, k1=1.2, b=0.75) over PostgreSQL's own tokens: mean top-10 overlap >= 0.9."""
+    tables = pubmedqa_retriever.tables
+    with psycopg.connect(pg_conn_str) as connection:
+        rows = connection.execute(tables.format(
+            "SELECT id, array_agg(lexeme ORDER BY lexeme), array_agg(coalesce(array_length(positions, 1), 1) "
+            "ORDER BY lexeme) FROM {chunks}, unnest(to_tsvector({language}::regconfig, content)) GROUP BY id"
+        )).fetchall()
+        ids = [row[0] for row in rows]
+        corpus_tokens = [[lexeme for lexeme, tf in zip(row[1], row[2]) for _ in range(tf)] for row in rows]
+        reference = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+        reference.index(corpus_tokens, show_progress=False)
+        overlaps = []
+        for question in (q["QUESTION"] for q in DEV_QUESTIONS.values()):
+            tokens = [r[0] for r in connection.execute(
+                "SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s))", (question,)).fetchall()]
+            known = [t for t in tokens if t in reference.vocab_dict]
+            if not known:
+                continue
+            expected, _ = reference.retrieve([known], k=10, show_progress=False)
+            ours = [d.id for d in pubmedqa_retriever.run(query=question, top_k=10)["documents"]]
+            overlaps.append(len({ids[i] for i in expected[0]} & set(ours)) / 10)
+    assert len(overlaps) >= 490
+    assert sum(overlaps) / len(overlaps) >= 0.9
+
+
+def test_any_matching_word_is_enough_unlike_the_stock_retriever(pubmedqa_retriever):
+    question = "Do mitochondria xyzzyplugh remodelling lace plant leaves?"  # a word no chunk has
+    found = pubmedqa_retriever.run(query=question)["documents"]
+    assert found and found[0].meta["source_id"] == "PMID:21645374"
+    stock = PgvectorKeywordRetriever(document_store=pubmedqa_retriever.document_store)
+    assert stock.run(query=question)["documents"] == []
+
+
+def test_long_questions_and_sql_in_the_text_are_harmless(pubmedqa_retriever):
+    long_question = " ".join(["intubation helicopter airway"] * 2000) + " lace plant mitochondria"
+    assert pubmedqa_retriever.run(query=long_question)["documents"]
+    hostile = "'); DROP TABLE bm25_pubmedqa; -- \\ $$ :: %s %(x)s"
+    pubmedqa_retriever.run(query=hostile)  # its words ("drop", "table") may match; it must not run as SQL
+    assert pubmedqa_retriever.document_store.count_documents() > 4000
+    assert pubmedqa_retriever.run(query="")["documents"] == []
+
+
+def test_filters_apply_before_top_k(pubmedqa_retriever):
+    year_filter = {"field": "meta.year", "operator": "<", "value": 2000}
+    found = pubmedqa_retriever.run(query="diabetes insulin glucose", filters=year_filter, top_k=5)["documents"]
+    assert len(found) == 5 and all(d.meta["year"] < 2000 for d in found)
+    scores = [d.score for d in found]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_index_follows_inserts_updates_deletes_and_truncates(store):
+    retriever = PgvectorBM25Retriever(document_store=store, top_k=5)
+    retriever.warm_up()
+    writer = ArticleWriter(document_store=store)
+    writer.run(documents=[chunk("PMC1", "Metformin lowers glucose in type 2 diabetes."),
+                          chunk("PMC2", "Statins reduce cholesterol and cardiovascular events.")])
+    assert papers(retriever.run(query="metformin")["documents"]) == ["PMC1"]
+
+    writer.run(documents=[chunk("PMC1", "Aspirin prevents clotting.")])  # PMC1 replaced: its old words go
+    assert retriever.run(query="metformin")["documents"] == []
+    assert papers(retriever.run(query="aspirin clotting")["documents"]) == ["PMC1"]
+
+    store.write_documents([replace(chunk("PMC2", "Insulin pumps for children."), id="PMC2-0")],
+                          policy=DuplicatePolicy.OVERWRITE)  # an upsert through the stock store: the UPDATE path
+    assert papers(retriever.run(query="insulin children")["documents"]) == ["PMC2"]
+    assert retriever.run(query="statins cholesterol")["documents"] == []
+
+    store.delete_documents(["PMC2-0"])
+    assert retriever.run(query="insulin")["documents"] == []
+    with psycopg.connect(store.connection_string.resolve_value()) as connection:
+        connection.execute(retriever.tables.format("TRUNCATE {chunks}"))
+        stats = connection.execute(retriever.tables.format("SELECT doc_count, total_len FROM {stats}")).fetchone()
+    assert stats == (0, 0)
+    assert retriever.run(query="aspirin")["documents"] == []
+
+
+def test_an_index_that_no_longer_matches_its_table_is_rebuilt_at_warm_up(store):
+    ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Malaria vaccine trial in Kenya.")])
+    first = PgvectorBM25Retriever(document_store=store)
+    first.warm_up()  # builds the index from rows written before it existed
+    assert papers(first.run(query="malaria vaccine")["documents"]) == ["PMC1"]
+    first.close()
+    with psycopg.connect(store.connection_string.resolve_value(), autocommit=True) as connection:
+        connection.execute(first.tables.format("ALTER TABLE {chunks} DISABLE TRIGGER ALL"))
+        connection.execute(first.tables.format("DELETE FROM {chunks}"))
+        connection.execute(first.tables.format("ALTER TABLE {chunks} ENABLE TRIGGER ALL"))
+    ArticleWriter(document_store=store).run(documents=[chunk("PMC9", "Dengue fever outbreak in Brazil.")])
+    second = PgvectorBM25Retriever(document_store=store)
+    second.warm_up()
+    assert papers(second.run(query="malaria dengue")["documents"]) == ["PMC9"]
+
+
+def test_serialization_round_trip(store):
+    retriever = PgvectorBM25Retriever(document_store=store, top_k=7, k1=1.5, b=0.6, max_query_terms=12,
+                                      filters={"field": "meta.year", "operator": ">", "value": 2010},
+                                      filter_policy="merge")
+    data = retriever.to_dict()
+    assert data["type"] == "components.bm25_retriever.PgvectorBM25Retriever"
+    assert data["init_parameters"]["filter_policy"] == "merge" and data["init_parameters"]["k1"] == 1.5
+    assert PgvectorBM25Retriever.from_dict(data).to_dict() == data
+    pipeline = Pipeline()
+    pipeline.add_component("bm25", retriever)
+    assert Pipeline.loads(pipeline.dumps(), allowed_modules=["components.*"]).get_component("bm25").to_dict() == data
