@@ -1,9 +1,12 @@
-"""Loading pipeline YAML with pmc-rag's own components allowed."""
+"""Loading pipeline YAML with pmc-rag's own components allowed, and running it through its declared inputs."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import yaml
 from haystack import Pipeline
 
 from pmc_rag.environment import ALLOWED_MODULES
@@ -31,3 +34,56 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
         return Pipeline.loads(path.read_text(encoding="utf-8"), allowed_modules=ALLOWED_MODULES)
     except Exception as error:  # Haystack raises several types for bad YAML, unknown types and bad parameters
         raise PipelineError(f"{path}: cannot load the pipeline: {type(error).__name__}: {error}") from error
+
+
+@dataclass
+class DeclaredPipeline:
+    """A pipeline with the `inputs:` and `outputs:` its YAML declares (the format Hayhooks reads).
+
+        inputs:
+          question: [query_embedder.text, bm25.query]   # one name can feed several sockets
+          filters: [semantic.filters, bm25.filters]
+        outputs:
+          documents: ranker.documents
+    """
+
+    path: Path
+    pipeline: Pipeline
+    inputs: dict[str, list[str]]
+    outputs: dict[str, str]
+
+    def run(self, **values: Any) -> dict[str, Any]:
+        """Run with values for declared inputs (None leaves an input out); return the declared outputs."""
+        unknown = set(values) - set(self.inputs)
+        if unknown:
+            raise PipelineError(f"{self.path}: no declared input named {sorted(unknown)}; it has {sorted(self.inputs)}")
+        data: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            if value is None:
+                continue
+            for target in self.inputs[name]:
+                component, socket = target.split(".", 1)
+                data.setdefault(component, {})[socket] = value
+        producers = {target.split(".", 1)[0] for target in self.outputs.values()}
+        result = self.pipeline.run(data, include_outputs_from=producers)
+        return {name: result.get(target.split(".", 1)[0], {}).get(target.split(".", 1)[1])
+                for name, target in self.outputs.items()}
+
+
+def load_declared_pipeline(name_or_path: str | Path) -> DeclaredPipeline:
+    """Load a pipeline YAML together with its declared inputs and outputs, checking that they exist."""
+    path = resolve_pipeline_path(name_or_path)
+    pipeline = load_pipeline(path)
+    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    inputs = {name: [targets] if isinstance(targets, str) else list(targets)
+              for name, targets in (spec.get("inputs") or {}).items()}
+    outputs = dict(spec.get("outputs") or {})
+    if not inputs or not outputs:
+        raise PipelineError(f"{path}: declare `inputs:` and `outputs:` (which sockets take and give what)")
+    sockets = pipeline.inputs(include_components_with_connected_inputs=True)
+    for name, targets in inputs.items():
+        for target in targets:
+            component, _, socket = target.partition(".")
+            if socket not in sockets.get(component, {}):
+                raise PipelineError(f"{path}: input `{name}` names {target}, which is not an input of the pipeline")
+    return DeclaredPipeline(path, pipeline, inputs, outputs)

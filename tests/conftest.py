@@ -103,3 +103,11 @@ def indexing_yaml_for(table_name: str, **changes) -> str:
 @pytest.fixture
 def indexing_pipeline(store: PgvectorDocumentStore) -> Pipeline:
     return Pipeline.loads(indexing_yaml_for(store.table_name), allowed_modules=ALLOWED_MODULES)
+
+
+def pipeline_file_for(name: str, table_name: str, folder: Path) -> Path:
+    """A copy of pipelines/<name>.yml pointed at a test table (and its indexes)."""
+    text = (PROJECT_ROOT / "pipelines" / f"{name}.yml").read_text().replace("pmc_chunks", table_name)
+    path = folder / f"{name}.yml"
+    path.write_text(text)
+    return path
