@@ -1,0 +1,145 @@
+"""Citation text handling shared by the citation components: finding ids in model output, and lexical support.
+
+Citation ids are the `source_id`s ingestion gives papers (see ingestion/article.py): `PMC<digits>`,
+`PMID:<digits>` for abstracts without a PMCID, `doi:<DOI>` for papers with neither. Small models write them in
+many ways; all of these are recognised and normalised: `[PMC123]`, `[PMC123, PMC456]`, `(PMC123)`, `PMC123`,
+`pmc 123`, `[PMID: 123]`, `PMID123`, `【PMC123】` (full-width forms), `[doi:10.1371/x]`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from components.section_chunker import split_sentences
+
+_ID = re.compile(
+    r"(?P<pmc>\bPMC\s?(?P<pmc_digits>\d{1,10})\b)"
+    r"|(?P<pmid>\bPMID\s*[:#]?\s*(?P<pmid_digits>\d{1,10})\b)"
+    r"|(?P<doi>\bdoi\s*:\s*(?P<doi_value>10\.\d{4,9}/[^\s\]\),;]+))",
+    re.IGNORECASE,
+)
+# What is left of "[PMC1, PMC2]" or "(PMID: 3 and PMC4)" once the ids are taken out.
+_EMPTIED_BRACKETS = re.compile(r"[\[(](?:[\s,;&]|\band\b)*[\])]", re.IGNORECASE)
+# Where a model starts appending its own reference list: everything after it is not part of the answer.
+_REFERENCE_HEADING = re.compile(
+    r"^\s*(?:#+\s*|\*\*)?(?:references?|sources?|citations?|bibliography|works cited)\b\s*(?:\*\*)?\s*:?",
+    re.IGNORECASE | re.MULTILINE,
+)
+_REFERENCE_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*[\[(]?\s*(?:PMC\s?\d|PMID|doi\s*:)", re.IGNORECASE)
+
+
+_BRACKETS = str.maketrans({"【": "[", "】": "]", "〔": "(", "〕": ")", "〖": "[", "〗": "]"})
+
+
+def normalise_text(text: str) -> str:
+    """NFKC (full-width brackets and digits become ASCII), CJK brackets as ASCII, no zero-width characters."""
+    text = unicodedata.normalize("NFKC", text or "").translate(_BRACKETS)
+    return re.sub(r"[\u200b-\u200d\ufeff]", "", text)
+
+
+def normalise_id(match: re.Match) -> str:
+    if match.group("pmc"):
+        return f"PMC{int(match.group('pmc_digits'))}"
+    if match.group("pmid"):
+        return f"PMID:{int(match.group('pmid_digits'))}"
+    return f"doi:{match.group('doi_value').rstrip('.').lower()}"
+
+
+def canonical_id(source_id: str) -> str:
+    """The form `normalise_id` gives, for comparing a document's source_id with a cited one."""
+    match = _ID.fullmatch(source_id.strip())
+    return normalise_id(match) if match else source_id.strip()
+
+
+def strip_reference_list(text: str) -> tuple[str, str]:
+    """Split off a reference list the model appended: (answer, appended list). The list is not the answer."""
+    heading = _REFERENCE_HEADING.search(text)
+    if heading and heading.start() > 0:
+        return text[:heading.start()].rstrip(), text[heading.start():]
+    lines = text.rstrip().split("\n")
+    tail_start = len(lines)
+    while tail_start > 1 and (_REFERENCE_LINE.match(lines[tail_start - 1]) or not lines[tail_start - 1].strip()):
+        tail_start -= 1
+    if tail_start < len(lines) and any(line.strip() for line in lines[:tail_start]):
+        return "\n".join(lines[:tail_start]).rstrip(), "\n".join(lines[tail_start:])
+    return text, ""
+
+
+@dataclass
+class CitedSentence:
+    """One sentence of an answer with the ids it cites (normalised, in order, without repeats)."""
+
+    text: str  # the sentence with its citation marks removed
+    cited: list[str]
+
+
+def split_cited_sentences(answer: str) -> list[CitedSentence]:
+    """Sentences of the answer text, each with the ids cited in it."""
+    sentences = []
+    for raw in split_sentences(" ".join(answer.split())):
+        cited = list(dict.fromkeys(normalise_id(m) for m in _ID.finditer(raw)))
+        text = _drop_unmatched_brackets(_EMPTIED_BRACKETS.sub("", _ID.sub("", raw)))
+        text = re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
+        if text or cited:
+            sentences.append(CitedSentence(text, cited))
+    return sentences
+
+
+def _drop_unmatched_brackets(text: str) -> str:
+    """Remove brackets left without a partner (a model's "[PMC7" with no "]", say)."""
+    pairs = {"]": "[", ")": "("}
+    open_positions: list[int] = []
+    unmatched = set()
+    for position, character in enumerate(text):
+        if character in "[(":
+            open_positions.append(position)
+        elif character in pairs:
+            if open_positions and text[open_positions[-1]] == pairs[character]:
+                open_positions.pop()
+            else:
+                unmatched.add(position)
+    unmatched.update(open_positions)
+    kept = "".join(c for i, c in enumerate(text) if i not in unmatched)
+    return re.sub(r"\s{2,}", " ", kept)
+
+
+# Words that say nothing about support; a small English list, plus words every question and claim use.
+_STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below between
+both but by can could did do does doing down during each few for from further had has have having he her here
+hers him his how i if in into is it its itself just may me might more most must my no nor not now of off on once
+only or other our out over own same she should so some such than that the their them then there these they this
+those through to too under until up very was we were what when where which while who whom why will with would
+you your study studies patients results however therefore thus
+""".split())
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-case words of three or more letters, minus stop words, with a plural 's' dropped."""
+    words = set()
+    for word in re.findall(r"[a-z0-9][a-z0-9\-]{2,}", normalise_text(text).lower()):
+        if word in _STOP_WORDS:
+            continue
+        words.add(word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 4 else word)
+    return words
+
+
+def support(claim: str, evidence: str) -> float | None:
+    """Share of the claim's content words found in the evidence (None if the claim has fewer than three)."""
+    claim_words = content_words(claim)
+    if len(claim_words) < 3:
+        return None
+    return len(claim_words & content_words(evidence)) / len(claim_words)
+
+
+def best_sentence(claim: str, evidence: str) -> tuple[str, float]:
+    """The sentence of the evidence that shares the most content words with the claim, and that share."""
+    claim_words = content_words(claim) or {""}
+    best, best_score = "", -1.0
+    for sentence in split_sentences(" ".join(evidence.split())):
+        score = len(claim_words & content_words(sentence)) / len(claim_words)
+        if score > best_score:
+            best, best_score = sentence, score
+    return best, max(best_score, 0.0)

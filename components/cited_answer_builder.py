@@ -1,0 +1,178 @@
+"""Builds the answer a user sees: numbered citations, a reference list, and an extractive fallback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from components.citations import best_sentence, canonical_id, content_words
+from components.section_chunker import split_sentences
+
+
+def source_link(meta: dict[str, Any]) -> str | None:
+    if meta.get("pmcid"):
+        return f"https://pmc.ncbi.nlm.nih.gov/articles/{meta['pmcid']}/"
+    if meta.get("pmid"):
+        return f"https://pubmed.ncbi.nlm.nih.gov/{meta['pmid']}/"
+    if meta.get("doi"):
+        return f"https://doi.org/{meta['doi']}"
+    return None
+
+
+@component
+class CitedAnswerBuilder:
+    """
+    Numbers verified citations by first appearance and builds the answer object with its reference list.
+
+    Takes the claims of `CitationVerifier`. Sources are numbered [1], [2], ... in the order they are first cited;
+    each reference carries title, journal, year, PMCID/PMID, DOI, a link, and the sentence of the cited excerpt
+    that best supports the claim. Claims whose support is under `min_support` make the answer `weak_support`.
+    When no claim reaches `min_support`, or the model gave no answer, the answer is extractive instead: from each
+    of the `extractive_sentences` best excerpts, the sentence closest to the question, cited, and a note says so.
+
+    Usage:
+    ```python
+    from components.cited_answer_builder import CitedAnswerBuilder
+
+    builder = CitedAnswerBuilder(min_support=0.35)
+    answer = builder.run(question="Does erlotinib work?", claims=claims, documents=excerpts)["answer"]
+    print(answer["answer"], answer["references"])
+    ```
+    """
+
+    def __init__(self, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id"):
+        """
+        :param min_support: Least support (share of a claim's content words in its cited excerpt) for a claim to
+            count as supported. Below it the answer is flagged `weak_support`; if no claim reaches it, the answer
+            falls back to extracted sentences.
+        :param extractive_sentences: How many excerpts the extractive fallback quotes from.
+        :param source_id_field: The metadata field holding a document's citation id.
+        """
+        if not 0 <= min_support <= 1 or extractive_sentences < 1:
+            raise ValueError("min_support must be between 0 and 1 and extractive_sentences at least 1")
+        self.min_support = min_support
+        self.extractive_sentences = extractive_sentences
+        self.source_id_field = source_id_field
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, min_support=self.min_support, extractive_sentences=self.extractive_sentences,
+                               source_id_field=self.source_id_field)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CitedAnswerBuilder:
+        return default_from_dict(cls, data)
+
+    @component.output_types(answer=dict[str, Any])
+    def run(
+        self,
+        question: str,
+        documents: list[Document],
+        claims: list[dict[str, Any]] | None = None,
+        invalid_citations: list[str] | None = None,
+        raw_answer: str = "",
+        excerpts_dropped: int = 0,
+        generator_meta: dict[str, Any] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """
+        :param question: The user's question.
+        :param documents: The excerpts the model was shown, in prompt order.
+        :param claims: From `CitationVerifier`; none means the model gave no answer.
+        :param invalid_citations: From `CitationVerifier`.
+        :param raw_answer: The model's reply as written.
+        :param excerpts_dropped: Excerpts left out of the prompt to fit the token budget.
+        :param generator_meta: The generator's `meta` (which model answered, token counts).
+        :returns: `answer`: the answer object (see README, "The answer object").
+        """
+        claims = claims or []
+        by_id: dict[str, list[Document]] = {}
+        for document in documents:
+            by_id.setdefault(canonical_id(str(document.meta.get(self.source_id_field, ""))), []).append(document)
+        supported = [c for c in claims if c["cited"] and (c["support"] or 0) >= self.min_support]
+        extractive = not supported
+        notes = []
+        if extractive:
+            claims = self._extract(question, documents)
+            notes.append("The model's answer could not be checked against the sources, so this answer quotes the "
+                         "most relevant passages instead." if raw_answer.strip() else
+                         "No model answer was available, so this answer quotes the most relevant passages.")
+        numbers: dict[str, int] = {}
+        sentences, citations = [], []
+        for claim in claims:
+            marks = []
+            for source_id in claim["cited"]:
+                number = numbers.setdefault(source_id, len(numbers) + 1)
+                marks.append(f"[{number}]")
+                # The paper's excerpt, and sentence in it, that best supports the claim.
+                (evidence, _), document = max(
+                    ((best_sentence(claim["text"], d.content or ""), d) for d in by_id[source_id]),
+                    key=lambda pair: pair[0][1])
+                citations.append({"number": number, "source_id": source_id, "chunk_id": document.id,
+                                  "claim": claim["text"], "evidence": evidence, "support": claim["support"],
+                                  "attached": source_id in claim.get("attached", [])})
+            sentences.append(_with_marks(claim["text"], marks))
+        weak = [c for c in claims if c["cited"] and c["support"] is not None and c["support"] < self.min_support]
+        if invalid_citations:
+            notes.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
+                         f"{', '.join(invalid_citations)}.")
+        if excerpts_dropped:
+            notes.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
+        meta = generator_meta or {}
+        return {"answer": {
+            "question": question,
+            "answer": " ".join(s for s in sentences if s),
+            "raw_answer": raw_answer,
+            "citations": citations,
+            "references": [self._reference(number, source_id, by_id[source_id][0], citations)
+                           for source_id, number in numbers.items()],
+            "invalid_citations": list(invalid_citations or []),
+            "flags": {
+                "invalid_citations_removed": bool(invalid_citations),
+                "weak_support": bool(weak) and not extractive,
+                "extractive_fallback": extractive,
+                "context_truncated": excerpts_dropped > 0,
+                "citations_attached": any(c["attached"] for c in citations),
+            },
+            "notes": notes,
+            "model": meta.get("model") or meta.get("successful_chat_generator_class"),
+            "usage": meta.get("usage", {}),
+        }}
+
+    def _extract(self, question: str, documents: list[Document]) -> list[dict[str, Any]]:
+        question_words = content_words(question) or {""}
+        claims, used = [], set()
+        for document in documents:
+            source_id = canonical_id(str(document.meta.get(self.source_id_field, "")))
+            if source_id in used:
+                continue
+            sentences = split_sentences(" ".join((document.content or "").split()))
+            if not sentences:
+                continue
+            best = max(sentences, key=lambda s: len(question_words & content_words(s)))
+            claims.append({"text": best, "cited": [source_id], "attached": [], "support": 1.0})
+            used.add(source_id)
+            if len(claims) == self.extractive_sentences:
+                break
+        return claims
+
+    @staticmethod
+    def _reference(number: int, source_id: str, document: Document, citations: list[dict]) -> dict[str, Any]:
+        meta = document.meta
+        cited = [c for c in citations if c["source_id"] == source_id]
+        strongest = max(cited, key=lambda c: c["support"] or 0)
+        return {
+            "number": number, "source_id": source_id, "title": meta.get("title"), "journal": meta.get("journal"),
+            "year": meta.get("year"), "pmcid": meta.get("pmcid"), "pmid": meta.get("pmid"), "doi": meta.get("doi"),
+            "url": source_link(meta), "section": meta.get("section"), "chunk_id": document.id,
+            "evidence": strongest["evidence"],
+        }
+
+
+def _with_marks(text: str, marks: list[str]) -> str:
+    """Put citation marks before the sentence's closing punctuation: "It works [1]."."""
+    if not marks:
+        return text
+    joined = "".join(marks)
+    if text and text[-1] in ".!?":
+        return f"{text[:-1]} {joined}{text[-1]}"
+    return f"{text} {joined}"
