@@ -21,7 +21,8 @@ class CitationVerifier:
     * A sentence left without a valid citation (uncited, or citing only papers the model was not shown) gets the
       citation of the excerpt that supports it best, if that support reaches `attribution_threshold`; such
       citations are listed in the claim's `attached`.
-    * Each claim gets a lexical support score: the share of its content words found in its best cited excerpt.
+    * Each claim gets a lexical support score: the share of its content words found in its best cited excerpt
+      (the excerpt's title, shown in its label, included).
 
     Usage:
     ```python
@@ -37,13 +38,13 @@ class CitationVerifier:
     ```
     """
 
-    def __init__(self, attribution_threshold: float = 0.6, source_id_field: str = "source_id"):
+    def __init__(self, attribution_threshold: float | None = 0.6, source_id_field: str = "source_id"):
         """
         :param attribution_threshold: The least support (share of a sentence's content words found in an excerpt)
-            for attaching a citation to a sentence the model left uncited. 1.0 turns attaching off.
+            for attaching a citation to a sentence the model left uncited; `None` turns attaching off.
         :param source_id_field: The metadata field holding a document's citation id.
         """
-        if not 0 <= attribution_threshold <= 1:
+        if attribution_threshold is not None and not 0 <= attribution_threshold <= 1:
             raise ValueError(f"attribution_threshold must be between 0 and 1, got {attribution_threshold}")
         self.attribution_threshold = attribution_threshold
         self.source_id_field = source_id_field
@@ -76,12 +77,12 @@ class CitationVerifier:
             rejected = [cid for cid in sentence.cited if cid not in given]
             invalid += [cid for cid in rejected if cid not in invalid]
             attached: list[str] = []
-            if not valid:  # uncited, or cited only papers it was not shown
+            if not valid and self.attribution_threshold is not None:  # uncited, or cited only papers not shown
                 best_id, best_support = self._best_excerpt(sentence.text, given)
                 if best_id and best_support is not None and best_support >= self.attribution_threshold:
                     attached = [best_id]
             cited = valid or attached
-            scores = [s for cid in cited for d in given[cid] if (s := support(sentence.text, d.content or ""))
+            scores = [s for cid in cited for d in given[cid] if (s := support(sentence.text, _shown(d)))
                       is not None]
             claims.append({
                 "text": sentence.text,
@@ -97,7 +98,12 @@ class CitationVerifier:
         best_id, best = None, None
         for source_id, documents in given.items():
             for document in documents:
-                score = support(text, document.content or "")
+                score = support(text, _shown(document))
                 if score is not None and (best is None or score > best):
                     best_id, best = source_id, score
         return best_id, best
+
+
+def _shown(document: Document) -> str:
+    """What the model saw of an excerpt: its title (in the label) and its text."""
+    return f"{document.meta.get('title') or ''}\n{document.content or ''}"

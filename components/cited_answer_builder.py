@@ -112,6 +112,10 @@ class CitedAnswerBuilder:
                                   "attached": source_id in claim.get("attached", [])})
             sentences.append(_with_marks(claim["text"], marks))
         weak = [c for c in claims if c["cited"] and c["support"] is not None and c["support"] < self.min_support]
+        attached = sorted({c["number"] for c in citations if c["attached"]})
+        if attached:
+            notes.append(f"Citation(s) {', '.join(f'[{n}]' for n in attached)} were added by checking the sentence "
+                         "against the excerpts: the model did not cite them itself.")
         if invalid_citations:
             notes.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
                          f"{', '.join(invalid_citations)}.")
@@ -134,7 +138,8 @@ class CitedAnswerBuilder:
                 "citations_attached": any(c["attached"] for c in citations),
             },
             "notes": notes,
-            "model": meta.get("model") or meta.get("successful_chat_generator_class"),
+            "model": meta["model"] if "model" in meta else meta.get("successful_chat_generator_class"),
+            "failed_generators": list(meta.get("failed_chat_generators", [])),
             "usage": meta.get("usage", {}),
         }}
 

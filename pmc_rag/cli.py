@@ -2,6 +2,7 @@
 
     pmc-rag setup                 prepare models and database; ingest the sample corpus if the index is empty
     pmc-rag ingest PATH...        ingest PMC/JATS, PubMed XML or PubMedQA JSONL files, folders or globs
+    pmc-rag ask "QUESTION"        a short answer with numbered citations, and its references
     pmc-rag status                what is indexed, where, and which models are ready
     pmc-rag bench ingest          chunks/s of parsing, embedding and writing, against plain Haystack
 """
@@ -60,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--no-progress", action="store_true", help="no progress bar")
     ingest.set_defaults(handler=_ingest)
 
+    ask = commands.add_parser("ask", help="answer a question with citations")
+    ask.add_argument("question", help="the question, in plain language (quote it)")
+    ask.add_argument("--pipeline", default="rag", help="answering pipeline YAML (default: %(default)s)")
+    ask.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
+    ask.set_defaults(handler=_ask)
+
     status = commands.add_parser("status", help="what is indexed, where, and which models are ready")
     status.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
     status.set_defaults(handler=_status)
@@ -90,6 +97,44 @@ def _ingest(args: argparse.Namespace) -> int:
     if report.articles == 0:
         return EXIT_FAILED
     return EXIT_PARTIAL if report.skipped else 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    import json
+
+    from pmc_rag.answering import answer_question
+    from pmc_rag.database import ensure_database
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    question = " ".join(args.question.split())
+    if not question:
+        raise ValueError("the question is empty")
+    ensure_database()
+    pipeline = load_declared_pipeline(args.pipeline)
+    pipeline.pipeline.warm_up()
+    answer = answer_question(pipeline, question)
+    print(json.dumps(answer, indent=2, ensure_ascii=False, default=str) if args.json else format_answer(answer))
+    return 0
+
+
+def format_answer(answer: dict) -> str:
+    """The answer, its notes and its numbered references, as plain text."""
+    lines = [answer["answer"] or "(no answer)", ""]
+    if answer.get("notes"):
+        lines += [f"Note: {note}" for note in answer["notes"]] + [""]
+    lines.append("References")
+    for ref in answer["references"]:
+        ids = ", ".join(x for x in (ref.get("pmcid"), f"PMID {ref['pmid']}" if ref.get("pmid") else None,
+                                    f"doi:{ref['doi']}" if ref.get("doi") else None) if x)
+        title = ref.get("title") or "(abstract, untitled)"
+        lines.append(f"[{ref['number']}] {title}. {ref.get('journal') or ''} {ref.get('year') or ''}. {ids}")
+        if ref.get("url"):
+            lines.append(f"    {ref['url']}")
+        if ref.get("evidence"):
+            lines.append(f'    "{ref["evidence"]}"')
+    total = answer.get("timings_ms", {}).get("total", 0) / 1000
+    lines += ["", f"Answered by {answer.get('model') or 'no model (passages quoted)'} in {total:.1f} s"]
+    return "\n".join(lines)
 
 
 def _setup(args: argparse.Namespace) -> int:

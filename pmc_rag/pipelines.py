@@ -54,6 +54,10 @@ class DeclaredPipeline:
 
     def run(self, **values: Any) -> dict[str, Any]:
         """Run with values for declared inputs (None leaves an input out); return the declared outputs."""
+        return self.run_with_intermediate(set(), **values)[0]
+
+    def run_with_intermediate(self, include: set[str], **values: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Like `run`, and also return the raw outputs of the components named in `include`."""
         unknown = set(values) - set(self.inputs)
         if unknown:
             raise PipelineError(f"{self.path}: no declared input named {sorted(unknown)}; it has {sorted(self.inputs)}")
@@ -65,9 +69,10 @@ class DeclaredPipeline:
                 component, socket = target.split(".", 1)
                 data.setdefault(component, {})[socket] = value
         producers = {target.split(".", 1)[0] for target in self.outputs.values()}
-        result = self.pipeline.run(data, include_outputs_from=producers)
-        return {name: result.get(target.split(".", 1)[0], {}).get(target.split(".", 1)[1])
-                for name, target in self.outputs.items()}
+        result = self.pipeline.run(data, include_outputs_from=producers | include)
+        outputs = {name: result.get(target.split(".", 1)[0], {}).get(target.split(".", 1)[1])
+                   for name, target in self.outputs.items()}
+        return outputs, {name: result.get(name, {}) for name in include}
 
 
 def load_declared_pipeline(name_or_path: str | Path) -> DeclaredPipeline:

@@ -1,0 +1,89 @@
+"""Answering a question with an answering pipeline, and what comes with the answer: timings and sources.
+
+The pipeline (e.g. pipelines/rag.yml) produces the answer object; this adds, from the same run, the time each
+stage took (through Haystack's tracing hook) and every retrieved source with the retrievers that found it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from haystack import tracing
+from haystack.tracing import Span, Tracer
+
+from pmc_rag.pipelines import DeclaredPipeline
+
+# The stages whose documents are reported as sources, when the pipeline has them.
+RETRIEVERS = ("semantic", "bm25", "keyword")
+PROMPT_STAGE = "budget"
+
+_current_timings: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("timings", default=None)
+
+
+class _TimingSpan(Span):
+    def __init__(self, tags: dict[str, Any]):
+        self.tags = dict(tags)
+
+    def set_tag(self, key: str, value: Any) -> None:
+        self.tags[key] = value
+
+
+class StageTimer(Tracer):
+    """Records how long each component run takes, per request (a context variable keeps requests apart)."""
+
+    @contextlib.contextmanager
+    def trace(self, operation_name: str, tags: dict[str, Any] | None = None,
+              parent_span: Span | None = None) -> Iterator[Span]:
+        span = _TimingSpan(tags or {})
+        started = time.perf_counter()
+        try:
+            yield span
+        finally:
+            timings = _current_timings.get()
+            name = span.tags.get("haystack.component.name")
+            if timings is not None and operation_name == "haystack.component.run" and name:
+                timings[name] = timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+    def current_span(self) -> Span | None:
+        return None
+
+
+_timer = StageTimer()
+
+
+def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """Run the pipeline on one question; return its answer object with `timings_ms` and `sources` added."""
+    if not isinstance(tracing.tracer.actual_tracer, StageTimer):
+        tracing.enable_tracing(_timer)
+    timings: dict[str, float] = {}
+    token = _current_timings.set(timings)
+    started = time.perf_counter()
+    try:
+        stages = set(pipeline.pipeline.graph.nodes)
+        include = {name for name in (*RETRIEVERS, PROMPT_STAGE) if name in stages}
+        outputs, raw = pipeline.run_with_intermediate(include, question=question, filters=filters)
+    finally:
+        _current_timings.reset(token)
+    answer = dict(outputs["answer"])
+    answer["timings_ms"] = {name: round(ms, 1) for name, ms in timings.items()}
+    answer["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 1)
+    answer["sources"] = _sources(raw)
+    return answer
+
+
+def _sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each retrieved chunk once: id, paper, best rank and score per retriever, and whether the model saw it."""
+    in_prompt = {d.id for d in raw.get(PROMPT_STAGE, {}).get("documents", [])}
+    sources: dict[str, dict[str, Any]] = {}
+    for retriever in RETRIEVERS:
+        for rank, document in enumerate(raw.get(retriever, {}).get("documents", []), start=1):
+            entry = sources.setdefault(document.id, {
+                "chunk_id": document.id, "source_id": document.meta.get("source_id"),
+                "section": document.meta.get("section"), "found_by": {}, "in_prompt": document.id in in_prompt})
+            entry["found_by"][retriever] = {"rank": rank, "score": document.score}
+    return sorted(sources.values(), key=lambda s: (not s["in_prompt"], min(r["rank"] for r in s["found_by"].values())))

@@ -1,0 +1,221 @@
+"""CitationVerifier, CitedAnswerBuilder, ExcerptBudget and the generator wrappers, on hand-made cases."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from haystack import Document, Pipeline
+from haystack.dataclasses import ChatMessage
+
+from components.citation_verifier import CitationVerifier
+from components.citations import strip_reference_list
+from components.cited_answer_builder import CitedAnswerBuilder
+from components.embedded_chat_generator import EmbeddedChatGenerator
+from components.empty_reply_generator import EmptyReplyGenerator
+from components.excerpt_budget import ExcerptBudget
+from components.section_chunker import SectionChunker
+from pmc_rag.models import ModelError
+
+EXCERPTS = [
+    Document(id="c1", content="Erlotinib prolonged progression-free survival in patients with EGFR-mutant lung "
+                              "adenocarcinoma. Skin rash was the most common adverse event.",
+             meta={"source_id": "PMC4816447", "pmcid": "PMC4816447", "pmid": "27032107", "year": 2016,
+                   "title": "First-line erlotinib in EGFR-mutant NSCLC", "journal": "PLoS ONE",
+                   "doi": "10.1371/journal.pone.0147599", "section": "Abstract: Results"}),
+    Document(id="c2", content="Metformin lowered HbA1c by 1.1 percentage points compared with placebo over "
+                              "twelve weeks in adults with type 2 diabetes.",
+             meta={"source_id": "PMID:15703931", "pmid": "15703931", "year": 2005, "section": "Abstract: Results"}),
+]
+
+
+def verify(text: str, documents=EXCERPTS, threshold: float = 0.6):
+    return CitationVerifier(attribution_threshold=threshold).run(
+        replies=[ChatMessage.from_assistant(text)], documents=documents)
+
+
+def build(text: str, documents=EXCERPTS, **kwargs):
+    verified = verify(text, documents)
+    return CitedAnswerBuilder().run(question="Does erlotinib work?", documents=documents, claims=verified["claims"],
+                                    invalid_citations=verified["invalid_citations"],
+                                    raw_answer=verified["raw_answer"], **kwargs)["answer"]
+
+
+def test_valid_citations_in_the_many_ways_small_models_write_them():
+    result = verify("Erlotinib prolonged progression-free survival (PMC4816447). "
+                    "Metformin lowered HbA1c [PMID: 15703931, pmc 4816447]. "
+                    "Rash was common 【PMC4816447】. Survival improved PMC4816447.")
+    assert [c["cited"] for c in result["claims"]] == [
+        ["PMC4816447"], ["PMID:15703931", "PMC4816447"], ["PMC4816447"], ["PMC4816447"]]
+    assert result["invalid_citations"] == []
+
+
+def test_citations_to_papers_not_shown_are_removed_and_reported():
+    # The 270M base model copies the prompt's example id; others invent plausible ones.
+    result = verify("Erlotinib works [PMC1234567]. Metformin helps [PMID:99999999, PMID:15703931]. "
+                    "Rash occurs [doi:10.1000/fake].")
+    assert result["invalid_citations"] == ["PMC1234567", "PMID:99999999", "doi:10.1000/fake"]
+    assert [c["cited"] for c in result["claims"]][1] == ["PMID:15703931"]
+    assert all("PMC1234567" not in c["cited"] for c in result["claims"])
+
+
+def test_every_citation_invalid_leaves_nothing_shown_as_a_source():
+    answer = build("Aspirin cures everything [PMC1234567]. Vaccines cause nothing [PMC7654321].")
+    assert answer["invalid_citations"] == ["PMC1234567", "PMC7654321"]
+    assert answer["flags"]["invalid_citations_removed"] and answer["flags"]["extractive_fallback"]
+    shown = {ref["source_id"] for ref in answer["references"]}
+    assert shown <= {"PMC4816447", "PMID:15703931"}
+    assert "PMC1234567" not in answer["answer"] and "[PMC" not in answer["answer"]
+
+
+def test_uncited_sentences_get_a_citation_only_when_an_excerpt_clearly_supports_them():
+    result = verify("Erlotinib prolonged progression-free survival in EGFR-mutant lung adenocarcinoma. "
+                    "Green tea prevents all cancers in elderly smokers.")
+    supported, unsupported = result["claims"]
+    assert supported["cited"] == ["PMC4816447"] and supported["attached"] == ["PMC4816447"]
+    assert unsupported["cited"] == [] and unsupported["attached"] == []
+    assert verify("Erlotinib prolonged progression-free survival.", threshold=None)["claims"][0]["attached"] == []
+
+
+def test_duplicate_citations_count_once_and_numbers_follow_first_appearance():
+    answer = build("Metformin lowered HbA1c in type 2 diabetes [PMID:15703931][PMID:15703931]. "
+                   "Erlotinib prolonged progression-free survival [PMC4816447]. "
+                   "Metformin lowered HbA1c against placebo [PMID:15703931].")
+    assert [ref["source_id"] for ref in answer["references"]] == ["PMID:15703931", "PMC4816447"]
+    assert answer["answer"].startswith("Metformin lowered HbA1c in type 2 diabetes [1].")
+    assert "[2]" in answer["answer"] and answer["answer"].count("[1]") == 2
+
+
+def test_citations_only_in_an_appended_reference_list_do_not_count():
+    text = ("Erlotinib helps some patients with lung cancer.\n\nReferences:\n[PMC4816447] First-line erlotinib\n"
+            "[PMC1234567] Made up")
+    answer_text, appended = strip_reference_list(text)
+    assert answer_text == "Erlotinib helps some patients with lung cancer." and "PMC1234567" in appended
+    result = verify(text, threshold=None)
+    assert result["invalid_citations"] == [] and [c["cited"] for c in result["claims"]] == [[]]
+    # A trailing run of id lines with no heading is a reference list too.
+    assert strip_reference_list("It works [PMC1].\n[PMC1] Title\n- PMID: 5 Other")[0] == "It works [PMC1]."
+
+
+def test_malformed_brackets_and_unicode():
+    result = verify("Erlotinib prolonged survival [PMC4816447. Rash ［PMC4816447］ was common. "
+                    "Métformine réduit l'HbA1c (PMID:15703931 .")
+    assert [c["cited"] for c in result["claims"]] == [["PMC4816447"], ["PMC4816447"], ["PMID:15703931"]]
+    assert all("[" not in c["text"] and "(" not in c["text"] for c in result["claims"])
+
+
+def test_no_answer_and_no_citations():
+    empty = build("")
+    assert empty["flags"]["extractive_fallback"] and empty["references"]
+    assert "No model answer" in empty["notes"][0]
+    assert verify("")["claims"] == []
+
+
+def test_references_carry_what_is_needed_to_check_them():
+    answer = build("Erlotinib prolonged progression-free survival in EGFR-mutant patients [PMC4816447].")
+    reference = answer["references"][0]
+    assert reference == {
+        "number": 1, "source_id": "PMC4816447", "title": "First-line erlotinib in EGFR-mutant NSCLC",
+        "journal": "PLoS ONE", "year": 2016, "pmcid": "PMC4816447", "pmid": "27032107",
+        "doi": "10.1371/journal.pone.0147599", "url": "https://pmc.ncbi.nlm.nih.gov/articles/PMC4816447/",
+        "section": "Abstract: Results", "chunk_id": "c1",
+        "evidence": "Erlotinib prolonged progression-free survival in patients with EGFR-mutant lung adenocarcinoma.",
+    }
+    assert answer["flags"] == {"invalid_citations_removed": False, "weak_support": False,
+                               "extractive_fallback": False, "context_truncated": False,
+                               "citations_attached": False}
+
+
+def test_weak_support_is_flagged_and_no_support_falls_back_to_quotations():
+    weak = build("Erlotinib prolonged survival [PMC4816447]. Zebra migration patterns changed dramatically "
+                 "across savannah regions [PMID:15703931].")
+    assert weak["flags"]["weak_support"] and not weak["flags"]["extractive_fallback"]
+    none = build("Zebra migration patterns changed across savannah regions [PMC4816447].")
+    assert none["flags"]["extractive_fallback"]
+    assert none["answer"].startswith("Erlotinib prolonged progression-free survival")  # quoted, with its citation
+    assert "[1]" in none["answer"] and "quotes the most relevant passages" in none["notes"][0]
+
+
+def test_context_truncation_is_reported():
+    answer = build("Erlotinib prolonged progression-free survival [PMC4816447].", excerpts_dropped=2)
+    assert answer["flags"]["context_truncated"] and "2 lower-ranked excerpt(s)" in answer["notes"][-1]
+
+
+def test_displayed_citations_are_valid_whatever_the_model_writes():
+    """Random answers mixing real and invented ids in every format: every shown citation names a given excerpt."""
+    rng = random.Random(7)
+    forms = ["[{}]", "({})", " {} ", "【{}】", "[{}, {}]", "[{}; {}]", "({} and {})"]
+    ids = ["PMC4816447", "PMID:15703931", "PMC1234567", "PMID:1", "doi:10.1/x", "pmc 4816447", "PMID 15703931"]
+    words = "erlotinib metformin survival rash hba1c placebo lung diabetes improved lowered".split()
+    for _ in range(300):
+        sentences = []
+        for _ in range(rng.randint(1, 4)):
+            form = rng.choice(forms)
+            marks = form.format(*(rng.choice(ids) for _ in range(form.count("{}"))))
+            sentences.append(" ".join(rng.choices(words, k=rng.randint(3, 9))) + marks + rng.choice([".", "!", ""]))
+        if rng.random() < 0.3:
+            sentences.append("\nReferences:\n[PMC1234567] Invented")
+        answer = build(" ".join(sentences))
+        given = {"PMC4816447", "PMID:15703931"}
+        assert {ref["source_id"] for ref in answer["references"]} <= given
+        numbers = {int(n) for n in re.findall(r"\[(\d+)\]", answer["answer"])}
+        assert numbers == {ref["number"] for ref in answer["references"]}
+
+
+def test_excerpt_budget_keeps_the_best_ranked_that_fit():
+    documents = [Document(content="x" * 300, meta={"rank": i}) for i in range(6)]  # 100 + 40 tokens each
+    result = ExcerptBudget(max_tokens=450, max_excerpts=5).run(documents=documents)
+    assert [d.meta["rank"] for d in result["documents"]] == [0, 1, 2] and result["dropped"] == 2
+
+
+def test_rag_yml_prompts_fit_the_embedded_context_even_with_the_densest_excerpts():
+    """rag.yml's budget, filled with the corpus's most token-dense chunks and a long question, rendered with its
+    own template and counted with Qwen's tokenizer, leaves room for the answer within n_ctx."""
+    from llama_cpp import Llama
+
+    from ingestion.sources import read_articles
+    from pmc_rag.models import assemble_llm
+    from pmc_rag.pipelines import load_pipeline
+
+    from conftest import CORPUS, PROJECT_ROOT
+
+    rag = load_pipeline(PROJECT_ROOT / "pipelines/rag.yml")
+    budget, prompt_builder = rag.get_component("budget"), rag.get_component("prompt_builder")
+    embedded = rag.get_component("generator").chat_generators[1]
+    tokenizer = Llama(model_path=str(assemble_llm()), vocab_only=True, verbose=False)
+
+    def tokens(text: str) -> int:
+        return len(tokenizer.tokenize(text.encode(), add_bos=False))
+
+    sections = [d for path in sorted(CORPUS.glob("*/*.*ml")) for a in read_articles(path)
+                for d in a.section_documents()]
+    chunks = SectionChunker().run(documents=sections)["documents"]
+    densest = sorted(chunks, key=lambda c: len(c.content) / max(1, tokens(c.content)))[:40]
+    kept = budget.run(documents=densest)["documents"]
+    question = "Does " + " and ".join(["erlotinib prolong progression-free survival"] * 12) + "?"
+    messages = prompt_builder.run(question=question, documents=kept)["prompt"]
+    prompt_tokens = sum(tokens(m.text) + 8 for m in messages)  # 8: the chat template's markers per message
+    answer_tokens = embedded.generation_kwargs["max_tokens"]
+    assert prompt_tokens + answer_tokens <= embedded.n_ctx, (prompt_tokens, answer_tokens)
+
+
+def test_generator_wrappers():
+    with pytest.raises(ModelError, match="must be one of"):
+        EmbeddedChatGenerator(model="no-such-model")
+    assert EmptyReplyGenerator().run(messages=[])["replies"][0].text == ""
+
+
+@pytest.mark.parametrize("component", [
+    CitationVerifier(attribution_threshold=0.4, source_id_field="sid"),
+    CitedAnswerBuilder(min_support=0.2, extractive_sentences=2),
+    ExcerptBudget(max_tokens=900, max_excerpts=3, chars_per_token=2.5, tokens_per_excerpt_label=30),
+    EmbeddedChatGenerator(n_ctx=2048, generation_kwargs={"max_tokens": 10}),
+    EmptyReplyGenerator(),
+], ids=lambda c: type(c).__name__)
+def test_serialization_round_trip(component):
+    data = component.to_dict()
+    assert type(component).from_dict(data).to_dict() == data
+    pipeline = Pipeline()
+    pipeline.add_component("c", component)
+    assert Pipeline.loads(pipeline.dumps(), allowed_modules=["components.*"]).get_component("c").to_dict() == data
