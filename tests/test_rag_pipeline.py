@@ -1,0 +1,86 @@
+"""rag.yml end to end: real retrieval, the real embedded model, citation checking, and `pmc-rag ask`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ingestion.runner import ingest
+from pmc_rag.answering import answer_question
+from pmc_rag.pipelines import load_declared_pipeline
+
+from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for
+
+QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
+
+
+@pytest.fixture(scope="module")
+def rag_files(tmp_path_factory, pg_conn_str):
+    from haystack import Pipeline
+
+    from pmc_rag.pipelines import ALLOWED_MODULES
+
+    from conftest import indexing_yaml_for, make_store
+
+    table = "rag_end_to_end"
+    make_store(table).delete_table()
+    ingest([str(CORPUS / "pmc_oa")], Pipeline.loads(indexing_yaml_for(table), allowed_modules=ALLOWED_MODULES),
+           progress=False)
+    folder = tmp_path_factory.mktemp("rag")
+    yield table, folder
+    make_store(table).delete_table()
+
+
+def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files):
+    table, folder = rag_files
+    pipeline = load_declared_pipeline(pipeline_file_for("rag", table, folder))
+    pipeline.pipeline.warm_up()
+    answer = answer_question(pipeline, QUESTION)
+
+    assert answer["model"] == "qwen2.5-0.5b-instruct"  # no Ollama here: the embedded model answered
+    assert answer["failed_generators"] == ["OllamaChatGenerator"]
+    assert "PMC4816447" in [ref["source_id"] for ref in answer["references"]]
+    shown = {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
+    assert {ref["source_id"] for ref in answer["references"]} <= shown  # valid by construction
+    assert "[1]" in answer["answer"]
+    assert answer["usage"]["prompt_tokens"] > 100
+    for stage in ("query_embedder", "semantic", "bm25", "fusion", "ranker", "generator", "answer_builder"):
+        assert answer["timings_ms"][stage] > 0
+    assert all(set(s["found_by"]) <= {"semantic", "bm25"} for s in answer["sources"])
+
+
+def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_files):
+    table, folder = rag_files
+    spec = yaml.safe_load(pipeline_file_for("rag", table, folder).read_text())
+    generators = spec["components"]["generator"]["init_parameters"]["chat_generators"]
+    generators[0]["init_parameters"]["url"] = "http://127.0.0.1:9"  # nothing listens there
+    del generators[1]  # no embedded model either: only the empty last resort is left
+    path = folder / "rag_no_generator.yml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    answer = answer_question(load_declared_pipeline(path), QUESTION)
+    assert answer["flags"]["extractive_fallback"] and answer["model"] is None
+    assert "No model answer was available" in answer["notes"][0]
+    assert answer["references"] and answer["references"][0]["source_id"] == "PMC4816447"
+
+
+def test_pmc_rag_ask_prints_the_answer_and_references(rag_files, pg_conn_str):
+    table, folder = rag_files
+    path = pipeline_file_for("rag", table, folder)
+    env = {**os.environ, "PG_CONN_STR": pg_conn_str}
+    text = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "--pipeline", str(path), QUESTION],
+                          cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert text.returncode == 0, text.stderr
+    assert "References" in text.stdout and "https://pmc.ncbi.nlm.nih.gov/articles/PMC4816447/" in text.stdout
+    as_json = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "--json", "--pipeline", str(path),
+                              QUESTION], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    answer = json.loads(as_json.stdout)
+    assert set(answer) >= {"answer", "raw_answer", "citations", "references", "sources", "flags", "timings_ms",
+                           "model", "usage", "invalid_citations", "notes"}
+    empty = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "--pipeline", str(path), "   "],
+                           cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert empty.returncode == 1 and "the question is empty" in empty.stderr
