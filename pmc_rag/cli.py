@@ -111,7 +111,7 @@ def _ask(args: argparse.Namespace) -> int:
         raise ValueError("the question is empty")
     ensure_database()
     pipeline = load_declared_pipeline(args.pipeline)
-    pipeline.pipeline.warm_up()
+    pipeline.warm_up()
     answer = answer_question(pipeline, question)
     print(json.dumps(answer, indent=2, ensure_ascii=False, default=str) if args.json else format_answer(answer))
     return 0

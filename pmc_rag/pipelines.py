@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,24 @@ class DeclaredPipeline:
     pipeline: Pipeline
     inputs: dict[str, list[str]]
     outputs: dict[str, str]
+
+    def warm_up(self) -> None:
+        """Load every component's models now; a model that cannot be loaded stops here, naming its YAML key."""
+        for name in self.pipeline.graph.nodes:
+            component = self.pipeline.get_component(name)
+            if not hasattr(component, "warm_up"):
+                continue
+            try:
+                component.warm_up()
+            except Exception as error:  # model loaders raise OSError, ValueError, RuntimeError and more
+                key = f"components.{name}.init_parameters.model" if hasattr(component, "model") else \
+                    f"components.{name}.init_parameters"
+                offline = " (models load from the local cache only while HF_HUB_OFFLINE=1)" \
+                    if os.environ.get("HF_HUB_OFFLINE") == "1" else ""
+                raise PipelineError(
+                    f"{self.path}: component `{name}` could not start: {type(error).__name__}: "
+                    f"{' '.join(str(error).split())} Change "
+                    f"`{key}` in the YAML to a model this machine has{offline}.") from error
 
     def run(self, **values: Any) -> dict[str, Any]:
         """Run with values for declared inputs (None leaves an input out); return the declared outputs."""

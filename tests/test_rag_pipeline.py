@@ -84,3 +84,41 @@ def test_pmc_rag_ask_prints_the_answer_and_references(rag_files, pg_conn_str):
     empty = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "--pipeline", str(path), "   "],
                            cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert empty.returncode == 1 and "the question is empty" in empty.stderr
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory):
+    """A cross-encoder with random weights, built here: no cross-encoder weights can be installed offline."""
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from pmc_rag.models import seed_embedding_model
+
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    tokenizer = AutoTokenizer.from_pretrained(str(seed_embedding_model()))
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512, num_labels=1)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_rag_rerank_wiring_runs_with_a_cross_encoder(rag_files, tiny_cross_encoder):
+    table, folder = rag_files
+    path = pipeline_file_for("rag_rerank", table, folder)
+    path.write_text(path.read_text().replace("cross-encoder/ms-marco-MiniLM-L-6-v2", str(tiny_cross_encoder)))
+    pipeline = load_declared_pipeline(path)
+    pipeline.warm_up()
+    answer = answer_question(pipeline, QUESTION)
+    assert answer["timings_ms"]["ranker"] > 0
+    assert answer["references"] and {r["source_id"] for r in answer["references"]} <= \
+        {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
+
+
+def test_a_model_that_cannot_load_is_a_start_up_error_naming_the_yaml_key(rag_files):
+    from pmc_rag.pipelines import PipelineError
+
+    table, folder = rag_files
+    pipeline = load_declared_pipeline(pipeline_file_for("rag_rerank", table, folder))
+    with pytest.raises(PipelineError, match=r"component `ranker` could not start: .* Change "
+                                            r"`components.ranker.init_parameters.model`"):
+        pipeline.warm_up()
