@@ -219,3 +219,20 @@ def test_serialization_round_trip(component):
     pipeline = Pipeline()
     pipeline.add_component("c", component)
     assert Pipeline.loads(pipeline.dumps(), allowed_modules=["components.*"]).get_component("c").to_dict() == data
+
+
+def test_abbreviations_expand_unless_ambiguous_without_a_pinned_or_contextual_sense():
+    from components.abbreviation_expander import AbbreviationExpander
+
+    expander = AbbreviationExpander(preferred_senses={"MI": "myocardial infarction"})
+    result = expander.run(query="Does SGLT2 inhibition lower HbA1c and the risk of MI?")
+    assert result["query"] == ("Does SGLT2 (sodium-glucose cotransporter 2) inhibition lower HbA1c (glycated "
+                               "haemoglobin) and the risk of MI (myocardial infarction)?")
+    assert expander.run(query="Is DM common in elderly patients?")["expansions"] == {}  # ambiguous, no clue
+    assert expander.run(query="Does DM raise insulin resistance in diabetes clinics?")["expansions"] == {
+        "DM": "diabetes mellitus"}  # the question's own words pick the sense
+    assert expander.run(query="Is it true that this works?")["expansions"] == {}  # ordinary words stay
+    data = AbbreviationExpander(lists=["diabetes_abbreviations.tsv"], preferred_senses={"DM": "x"}).to_dict()
+    assert AbbreviationExpander.from_dict(data).to_dict() == data
+    with pytest.raises(FileNotFoundError, match="abbreviation list nope.tsv not found"):
+        AbbreviationExpander(lists=["nope.tsv"]).warm_up()
