@@ -5,6 +5,7 @@
     pmc-rag ask "QUESTION"        a short answer with numbered citations, and its references
     pmc-rag status                what is indexed, where, and which models are ready
     pmc-rag bench ingest          chunks/s of parsing, embedding and writing, against plain Haystack
+    pmc-rag bench keyword         BM25 latency (p50/p95) and hits at the corpus's size and at 100k chunks
 """
 
 from __future__ import annotations
@@ -78,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     bench_ingest.add_argument("--limit", type=int, default=1500, help="chunks to time (default: %(default)s)")
     bench_ingest.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
     bench_ingest.set_defaults(handler=_bench_ingest)
+    bench_keyword = bench_commands.add_parser("keyword", help="BM25 retrieval latency and hits, corpus and 100k")
+    bench_keyword.add_argument("--chunks", type=int, default=100_000, help="size of the large table (default: "
+                               "%(default)s)")
+    bench_keyword.set_defaults(handler=_bench_keyword)
     return parser
 
 
@@ -191,6 +196,12 @@ def _bench_ingest(args: argparse.Namespace) -> int:
     from evaluation.bench_ingest import run_benchmark
 
     return run_benchmark(args.paths, pipeline_name=args.pipeline, limit=args.limit)
+
+
+def _bench_keyword(args: argparse.Namespace) -> int:
+    from evaluation.bench_keyword import run_benchmark
+
+    return run_benchmark(total_chunks=args.chunks)
 
 
 def _writer_store(pipeline):
