@@ -30,41 +30,19 @@ class BM25Tables:
     table: str
     language: str
 
-    def _name(self, suffix: str) -> sql.Identifier:
-        return sql.Identifier(self.schema, f"{self.table}__bm25_{suffix}")
-
     @property
     def chunks(self) -> sql.Identifier:
         return sql.Identifier(self.schema, self.table)
-
-    @property
-    def terms(self) -> sql.Identifier:
-        return self._name("terms")
-
-    @property
-    def docs(self) -> sql.Identifier:
-        return self._name("docs")
-
-    @property
-    def postings(self) -> sql.Identifier:
-        return self._name("postings")
-
-    @property
-    def stats(self) -> sql.Identifier:
-        return self._name("stats")
-
-    @property
-    def function(self) -> sql.Identifier:
-        return self._name("sync")
 
     def trigger(self, event: str) -> sql.Identifier:
         return sql.Identifier(f"{self.table}__bm25_{event}")
 
     def format(self, template: str, **extra: sql.Composable) -> sql.Composed:
-        return sql.SQL(template).format(
-            chunks=self.chunks, terms=self.terms, docs=self.docs, postings=self.postings, stats=self.stats,
-            function=self.function, language=sql.Literal(self.language), **extra,
-        )
+        """Fill a SQL template's {chunks}, {terms}, {docs}, {postings}, {stats}, {function} and {language}."""
+        side = {name: sql.Identifier(self.schema, f"{self.table}__bm25_{suffix}")
+                for name, suffix in (("terms", "terms"), ("docs", "docs"), ("postings", "postings"),
+                                     ("stats", "stats"), ("function", "sync"))}
+        return sql.SQL(template).format(chunks=self.chunks, language=sql.Literal(self.language), **side, **extra)
 
 
 _CREATE_TABLES = """
