@@ -170,3 +170,14 @@ def _trigger_exists(connection: psycopg.Connection, tables: BM25Tables, event: s
         (f'"{tables.schema}"."{tables.table}"', f"{tables.table}__bm25_{event}"),
     ).fetchone()
     return row is not None
+
+
+def drop_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> None:
+    """Remove the side tables, triggers and function (dropping the chunk table alone leaves the side tables)."""
+    with connection.transaction():
+        for event in _TRIGGERS:
+            if connection.execute("SELECT to_regclass(%s)", (f'"{tables.schema}"."{tables.table}"',)).fetchone()[0]:
+                connection.execute(tables.format("DROP TRIGGER IF EXISTS {trigger} ON {chunks}",
+                                                 trigger=tables.trigger(event)))
+        connection.execute(tables.format("DROP FUNCTION IF EXISTS {function}()"))
+        connection.execute(tables.format("DROP TABLE IF EXISTS {terms}, {docs}, {postings}, {stats}"))

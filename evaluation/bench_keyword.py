@@ -17,11 +17,13 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+import psycopg
 from haystack_integrations.components.retrievers.pgvector import PgvectorKeywordRetriever
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from tqdm import tqdm
 
 from components.article_writer import ArticleWriter
+from components.bm25_index import BM25Tables, drop_bm25_index
 from components.bm25_retriever import PgvectorBM25Retriever
 from components.section_chunker import SectionChunker
 from evaluation.questions import load_pubmedqa
@@ -89,9 +91,11 @@ def run_benchmark(total_chunks: int = 100_000) -> int:
                 rows.append((label, title, hits[name] / len(questions), p50, p95, load_seconds))
             bm25.close()
     finally:
-        for store in stores:
-            store.delete_table()
-            store.close()
+        with psycopg.connect(stores[0].connection_string.resolve_value() or "", autocommit=True) as connection:
+            for store in stores:
+                drop_bm25_index(connection, BM25Tables(store.schema_name, store.table_name, store.language))
+                store.delete_table()
+                store.close()
     print(f"\n{len(questions)} PubMedQA dev questions; top-5 paper hits count a paper once (the copies in the larger "
           "table are other papers).")
     print("\n| table | retriever | right paper in top 5 | p50 (ms) | p95 (ms) | load + index (s) |")

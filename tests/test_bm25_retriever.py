@@ -145,6 +145,22 @@ def test_an_index_that_no_longer_matches_its_table_is_rebuilt_at_warm_up(store):
     assert papers(second.run(query="malaria dengue")["documents"]) == ["PMC9"]
 
 
+def test_dropping_the_index_removes_side_tables_triggers_and_function(store):
+    from components.bm25_index import drop_bm25_index
+
+    retriever = PgvectorBM25Retriever(document_store=store)
+    retriever.warm_up()
+    with psycopg.connect(store.connection_string.resolve_value(), autocommit=True) as connection:
+        drop_bm25_index(connection, retriever.tables)
+        left = connection.execute("SELECT count(*) FROM pg_class WHERE relname LIKE %s",
+                                  (f"{store.table_name}__bm25%",)).fetchone()[0]
+        triggers = connection.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE %s",
+                                      (f"{store.table_name}__bm25%",)).fetchone()[0]
+    assert (left, triggers) == (0, 0)
+    ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Writes still work without the index.")])
+    assert store.count_documents() == 1
+
+
 def test_serialization_round_trip(store):
     retriever = PgvectorBM25Retriever(document_store=store, top_k=7, k1=1.5, b=0.6, max_query_terms=12,
                                       filters={"field": "meta.year", "operator": ">", "value": 2010},
