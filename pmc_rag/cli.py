@@ -131,8 +131,9 @@ def format_answer(answer: dict) -> str:
     for ref in answer["references"]:
         ids = ", ".join(x for x in (ref.get("pmcid"), f"PMID {ref['pmid']}" if ref.get("pmid") else None,
                                     f"doi:{ref['doi']}" if ref.get("doi") else None) if x)
-        title = ref.get("title") or "(abstract, untitled)"
-        lines.append(f"[{ref['number']}] {title}. {ref.get('journal') or ''} {ref.get('year') or ''}. {ids}")
+        venue = " ".join(str(part) for part in (ref.get("journal"), ref.get("year")) if part)
+        parts = [ref.get("title") or "Untitled abstract", venue, ids]
+        lines.append(f"[{ref['number']}] " + ". ".join(part for part in parts if part))
         if ref.get("url"):
             lines.append(f"    {ref['url']}")
         if ref.get("evidence"):
