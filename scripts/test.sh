@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the test suite (installing into .venv first if needed). Extra arguments go to pytest.
 # Tests start their own embedded PostgreSQL in a temporary folder (or use PMC_RAG_TEST_PG_CONN_STR) and never
-# touch the data in .pmc-rag/.
+# touch the database in .pmc-rag/ (they do put the verified embedded model in .pmc-rag/models/ if it is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
