@@ -77,13 +77,23 @@ def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str
 
 
 def _sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each retrieved chunk once: id, paper, best rank and score per retriever, and whether the model saw it."""
-    in_prompt = {d.id for d in raw.get(PROMPT_STAGE, {}).get("documents", [])}
+    """Each chunk retrieved or shown to the model, once: ids, rank and score per retriever, whether it was shown.
+
+    Chunks the model saw that no retriever returned (neighbours added by context expansion) have no `found_by`.
+    """
+    prompt = raw.get(PROMPT_STAGE, {}).get("documents", [])
+    in_prompt = {d.id for d in prompt}
     sources: dict[str, dict[str, Any]] = {}
+
+    def entry(document) -> dict[str, Any]:
+        return sources.setdefault(document.id, {
+            "chunk_id": document.id, "source_id": document.meta.get("source_id"),
+            "section": document.meta.get("section"), "found_by": {}, "in_prompt": document.id in in_prompt})
+
     for retriever in RETRIEVERS:
         for rank, document in enumerate(raw.get(retriever, {}).get("documents", []), start=1):
-            entry = sources.setdefault(document.id, {
-                "chunk_id": document.id, "source_id": document.meta.get("source_id"),
-                "section": document.meta.get("section"), "found_by": {}, "in_prompt": document.id in in_prompt})
-            entry["found_by"][retriever] = {"rank": rank, "score": document.score}
-    return sorted(sources.values(), key=lambda s: (not s["in_prompt"], min(r["rank"] for r in s["found_by"].values())))
+            entry(document)["found_by"][retriever] = {"rank": rank, "score": document.score}
+    for document in prompt:
+        entry(document)
+    return sorted(sources.values(), key=lambda s: (not s["in_prompt"],
+                                                   min((r["rank"] for r in s["found_by"].values()), default=999)))
