@@ -68,8 +68,9 @@ class SectionChunker:
 
     def __init__(self, target_words: int = 180, overlap_words: int = 30, source_id_field: str = "source_id"):
         """
-        :param target_words: Most words in a chunk (a single longer sentence is cut to fit). all-MiniLM-L6-v2
-            reads at most 256 word pieces, about 180 English words of biomedical prose.
+        :param target_words: Most words in a chunk (a single longer sentence is cut to fit). Mind the embedding
+            model's limit: all-MiniLM-L6-v2 reads 256 word pieces, and 180 words of biomedical prose plus title
+            and section come to a median of 257.
         :param overlap_words: Most words of whole sentences repeated from the end of one chunk at the start of
             the next chunk of the same section, so a claim cut at a boundary is still found whole. 0 turns it off.
         :param source_id_field: The metadata field naming the article; positions are counted per article.
