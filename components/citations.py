@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
 
 from components.section_chunker import split_sentences
 
@@ -112,18 +115,26 @@ both but by can could did do does doing down during each few for from further ha
 hers him his how i if in into is it its itself just may me might more most must my no nor not now of off on once
 only or other our out over own same she should so some such than that the their them then there these they this
 those through to too under until up very was we were what when where which while who whom why will with would
-you your study studies patients results however therefore thus
+you your study studies patients results however therefore thus yes non
 """.split())
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _STEMMER.stemWord(word)
 
 
 def content_words(text: str) -> set[str]:
-    """Lower-case words of three or more letters, minus stop words, with a plural 's' dropped."""
-    words = set()
-    for word in re.findall(r"[a-z0-9][a-z0-9\-]{2,}", normalise_text(text).lower()):
-        if word in _STOP_WORDS:
-            continue
-        words.add(word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 4 else word)
-    return words
+    """
+    Stems of the text's words of three or more characters, minus stop words.
+
+    Hyphenated words count as their parts and words are reduced to their Snowball (Porter 2) stems, so that
+    "progression-free survival" matches "progression free survival" and "EGFR-mutant" matches "EGFR mutation".
+    """
+    return {_stem(word) for word in re.findall(r"[a-z0-9]{3,}", normalise_text(text).lower())
+            if word not in _STOP_WORDS}
 
 
 def support(claim: str, evidence: str) -> float | None:

@@ -143,6 +143,8 @@ class CitedAnswerBuilder:
             "usage": meta.get("usage", {}),
         }}
 
+    _MIN_QUOTED_WORDS = 6
+
     def _extract(self, question: str, documents: list[Document]) -> list[dict[str, Any]]:
         question_words = content_words(question) or {""}
         claims, used = [], set()
@@ -151,6 +153,8 @@ class CitedAnswerBuilder:
             if source_id in used:
                 continue
             sentences = split_sentences(" ".join((document.content or "").split()))
+            # Headings and figure labels ("Survival outcome.") make poor quotations.
+            sentences = [s for s in sentences if len(s.split()) >= self._MIN_QUOTED_WORDS] or sentences
             if not sentences:
                 continue
             best = max(sentences, key=lambda s: len(question_words & content_words(s)))

@@ -127,6 +127,23 @@ def test_references_carry_what_is_needed_to_check_them():
                                "citations_attached": False}
 
 
+def test_support_matches_word_forms_and_hyphenation_but_not_yes_or_no():
+    from components.citations import content_words, support
+
+    assert content_words("Yes, EGFR-mutant tumours improved") == content_words("egfr mutant tumour improvement")
+    evidence = "Erlotinib improved progression free survival in EGFR mutant lung cancer."
+    assert support("Yes, erlotinib improves progression-free survival in EGFR-mutant lung cancer.", evidence) == 1.0
+    assert support("Aspirin lowers blood pressure in elderly women.", evidence) == 0.0
+
+
+def test_quotations_skip_headings_and_figure_labels():
+    labelled = [Document(id="f", content="Survival outcome. Kaplan-Meier curves of progression-free survival "
+                                         "with erlotinib in the whole cohort.", meta={"source_id": "PMC4816447"})]
+    answer = CitedAnswerBuilder().run(question="Does erlotinib improve survival?", documents=labelled,
+                                      claims=[], raw_answer="")["answer"]
+    assert answer["answer"].startswith("Kaplan-Meier curves")
+
+
 def test_weak_support_is_flagged_and_no_support_falls_back_to_quotations():
     weak = build("Erlotinib prolonged survival [PMC4816447]. Zebra migration patterns changed dramatically "
                  "across savannah regions [PMID:15703931].")
