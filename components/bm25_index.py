@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS {postings} (
 CREATE TABLE IF NOT EXISTS {stats} (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     doc_count bigint NOT NULL DEFAULT 0, total_len bigint NOT NULL DEFAULT 0);
+-- Counts every change to the chunk table, so that caches of answers know when the corpus changed.
+ALTER TABLE {stats} ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0;
 INSERT INTO {stats} DEFAULT VALUES ON CONFLICT DO NOTHING;
 """
 
@@ -80,7 +82,7 @@ WITH tokens AS (
     SELECT t.term_id, d.docno, k.tf, d.doc_len
     FROM tokens k JOIN added_docs d ON d.doc_id = k.doc_id JOIN added_terms t ON t.term = k.lexeme
 )
-UPDATE {stats} SET doc_count = doc_count + (SELECT count(*) FROM added_docs),
+UPDATE {stats} SET generation = generation + 1, doc_count = doc_count + (SELECT count(*) FROM added_docs),
                    total_len = total_len + (SELECT coalesce(sum(doc_len), 0) FROM added_docs)
 """
 
@@ -102,7 +104,7 @@ WITH removed_docs AS (
     FROM (SELECT term_id, count(*) AS n FROM removed_postings GROUP BY term_id) r
     WHERE t.term_id = r.term_id
 )
-UPDATE {stats} SET doc_count = doc_count - (SELECT count(*) FROM removed_docs),
+UPDATE {stats} SET generation = generation + 1, doc_count = doc_count - (SELECT count(*) FROM removed_docs),
                    total_len = total_len - (SELECT coalesce(sum(doc_len), 0) FROM removed_docs)
 """
 
@@ -111,7 +113,7 @@ CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $bod
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         TRUNCATE {terms}, {docs}, {postings};
-        UPDATE {stats} SET doc_count = 0, total_len = 0;
+        UPDATE {stats} SET doc_count = 0, total_len = 0, generation = generation + 1;
         RETURN NULL;
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
@@ -162,6 +164,11 @@ def ensure_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> boo
     # Fresh statistics, or the planner guesses at the new tables' sizes (outside the transaction: cheap).
     connection.execute(tables.format("ANALYZE {terms}, {docs}, {postings}"))
     return True
+
+
+def corpus_generation(connection: psycopg.Connection, tables: BM25Tables) -> int:
+    """A number that grows with every insert, update, delete or truncate of the chunk table."""
+    return connection.execute(tables.format("SELECT generation FROM {stats}")).fetchone()[0]
 
 
 def _trigger_exists(connection: psycopg.Connection, tables: BM25Tables, event: str) -> bool:

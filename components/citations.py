@@ -17,7 +17,7 @@ import snowballstemmer
 
 from components.section_chunker import split_sentences
 
-_ID = re.compile(
+ID_PATTERN = _ID = re.compile(
     r"(?P<pmc>\bPMC\s?(?P<pmc_digits>\d{1,10})\b)"
     r"|(?P<pmid>\bPMID\s*[:#]?\s*(?P<pmid_digits>\d{1,10})\b)"
     r"|(?P<doi>\bdoi\s*:\s*(?P<doi_value>10\.\d{4,9}/[^\s\]\),;]+))",
@@ -26,7 +26,7 @@ _ID = re.compile(
 # What is left of "[PMC1, PMC2]" or "(PMID: 3 and PMC4)" once the ids are taken out.
 _EMPTIED_BRACKETS = re.compile(r"[\[(](?:[\s,;&]|\band\b)*[\])]", re.IGNORECASE)
 # Where a model starts appending its own reference list: everything after it is not part of the answer.
-_REFERENCE_HEADING = re.compile(
+REFERENCE_HEADING = _REFERENCE_HEADING = re.compile(
     r"^\s*(?:#+\s*|\*\*)?(?:references?|sources?|citations?|bibliography|works cited)\b\s*(?:\*\*)?\s*:?",
     re.IGNORECASE | re.MULTILINE,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -61,6 +62,7 @@ class EmbeddedChatGenerator:
         self.timeout = timeout
         self.generation_kwargs = generation_kwargs or {}
         self._llama: Any = None
+        self._lock = threading.Lock()  # one llama.cpp context: one reply at a time
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, model=self.model, n_ctx=self.n_ctx, timeout=self.timeout,
@@ -91,6 +93,11 @@ class EmbeddedChatGenerator:
         if tools:
             raise ValueError("EmbeddedChatGenerator does not support tools")
         self.warm_up()
+        with self._lock:
+            return self._generate(messages, generation_kwargs, streaming_callback)
+
+    def _generate(self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None,
+                  streaming_callback: Any) -> dict[str, Any]:
         started = time.monotonic()
         settings = {**self.generation_kwargs, **(generation_kwargs or {})}
         stream = self._llama.create_chat_completion(

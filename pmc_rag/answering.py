@@ -9,10 +9,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from haystack import tracing
+from haystack import Document, tracing
 from haystack.tracing import Span, Tracer
 
 from pmc_rag.pipelines import DeclaredPipeline
@@ -22,6 +22,9 @@ RETRIEVERS = ("semantic", "bm25", "keyword")
 PROMPT_STAGE = "budget"
 
 _current_timings: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("timings", default=None)
+# Called with the excerpts as soon as the prompt stage has chosen them (before generation starts).
+_excerpt_observer: contextvars.ContextVar[Callable[[list[Document]], None] | None] = contextvars.ContextVar(
+    "excerpt_observer", default=None)
 
 
 class _TimingSpan(Span):
@@ -30,6 +33,13 @@ class _TimingSpan(Span):
 
     def set_tag(self, key: str, value: Any) -> None:
         self.tags[key] = value
+
+    def set_content_tag(self, key: str, value: Any) -> None:
+        # Haystack offers every component's output here; only the prompt stage's excerpts are of interest.
+        observer = _excerpt_observer.get()
+        if (observer is not None and key == "haystack.component.output"
+                and self.tags.get("haystack.component.name") == PROMPT_STAGE and isinstance(value, dict)):
+            observer(value.get("documents") or [])
 
 
 class StageTimer(Tracer):
@@ -55,20 +65,35 @@ class StageTimer(Tracer):
 _timer = StageTimer()
 
 
-def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str, Any] | None = None
-                    ) -> dict[str, Any]:
-    """Run the pipeline on one question; return its answer object with `timings_ms` and `sources` added."""
+def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str, Any] | None = None, *,
+                    inputs: dict[str, Any] | None = None, streaming_callback: Callable | None = None,
+                    on_excerpts: Callable[[list[Document]], None] | None = None) -> dict[str, Any]:
+    """Run the pipeline on one question; return its answer object with `timings_ms` and `sources` added.
+
+    :param inputs: Values for other declared inputs (`top_k`, `carried_chunk_ids`); None values are left out.
+    :param streaming_callback: Given to the generator, which calls it with each token.
+    :param on_excerpts: Called with the excerpts the model will see, before generation starts.
+    """
     if not isinstance(tracing.tracer.actual_tracer, StageTimer):
         tracing.enable_tracing(_timer)
     timings: dict[str, float] = {}
     token = _current_timings.set(timings)
+    observer_token = _excerpt_observer.set(on_excerpts)
     started = time.perf_counter()
     try:
         stages = set(pipeline.pipeline.graph.nodes)
         include = {name for name in (*RETRIEVERS, PROMPT_STAGE) if name in stages}
-        outputs, raw = pipeline.run_with_intermediate(include, question=question, filters=filters)
+        component_inputs = {}
+        if streaming_callback is not None:
+            sockets = pipeline.pipeline.inputs(include_components_with_connected_inputs=True)
+            component_inputs = {name: {"streaming_callback": streaming_callback}
+                                for name, names in sockets.items() if "streaming_callback" in names}
+        values = {name: value for name, value in (inputs or {}).items() if value is not None}
+        outputs, raw = pipeline.run_with_intermediate(include, component_inputs, question=question, filters=filters,
+                                                      **values)
     finally:
         _current_timings.reset(token)
+        _excerpt_observer.reset(observer_token)
     answer = dict(outputs["answer"])
     answer["timings_ms"] = {name: round(ms, 1) for name, ms in timings.items()}
     answer["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 1)

@@ -75,8 +75,12 @@ class DeclaredPipeline:
         """Run with values for declared inputs (None leaves an input out); return the declared outputs."""
         return self.run_with_intermediate(set(), **values)[0]
 
-    def run_with_intermediate(self, include: set[str], **values: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Like `run`, and also return the raw outputs of the components named in `include`."""
+    def run_with_intermediate(self, include: set[str], component_inputs: dict[str, dict[str, Any]] | None = None,
+                              **values: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Like `run`, and also return the raw outputs of the components named in `include`.
+
+        `component_inputs` sets inputs of named components directly (a streaming callback, say).
+        """
         unknown = set(values) - set(self.inputs)
         if unknown:
             raise PipelineError(f"{self.path}: no declared input named {sorted(unknown)}; it has {sorted(self.inputs)}")
@@ -87,6 +91,8 @@ class DeclaredPipeline:
             for target in self.inputs[name]:
                 component, socket = target.split(".", 1)
                 data.setdefault(component, {})[socket] = value
+        for component, sockets in (component_inputs or {}).items():
+            data.setdefault(component, {}).update(sockets)
         producers = {target.split(".", 1)[0] for target in self.outputs.values()}
         result = self.pipeline.run(data, include_outputs_from=producers | include)
         outputs = {name: result.get(target.split(".", 1)[0], {}).get(target.split(".", 1)[1])

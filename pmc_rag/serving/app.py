@@ -1,0 +1,222 @@
+"""Builds the HTTP app from hayhooks.yml: Hayhooks' app with pmc-rag's endpoints, gate and health check.
+
+Hayhooks reads its settings once; this sets them from hayhooks.yml, writes one small folder per endpoint for
+Hayhooks to load, and creates the app in Hayhooks' durable mode, which loads that fixed set one after another,
+stops on the first that fails, and has no code-deployment routes. Then it adds what Hayhooks lacks: the request
+gate (API key, body size, JSON, unknown fields), `/health`, and a `/v1/models` that lists only chat endpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from starlette.routing import Route
+
+from pmc_rag.paths import home
+from pmc_rag.serving import endpoints
+from pmc_rag.serving.config import ServeConfig, ServeConfigError
+from pmc_rag.serving.guards import redact_personal_data
+
+log = logging.getLogger("pmc_rag.serve")
+
+_WRAPPER = '''# Written by `pmc-rag serve` from {source}; edit that file, not this one.
+from pmc_rag.serving.endpoints import {base}
+
+
+class PipelineWrapper({base}):
+    endpoint_name = "{name}"
+'''
+
+
+def write_wrapper_folders(config: ServeConfig) -> Path:
+    """One folder per endpoint with its `pipeline_wrapper.py`, under PMC_RAG_HOME/hayhooks/ (rewritten each start)."""
+    folder = home() / "hayhooks"
+    shutil.rmtree(folder, ignore_errors=True)
+    for endpoint in config.endpoints:
+        base = "AnswerEndpoint" if endpoint.kind == "answer" else "RetrievalEndpoint"
+        (folder / endpoint.name).mkdir(parents=True)
+        (folder / endpoint.name / "pipeline_wrapper.py").write_text(
+            _WRAPPER.format(source=config.source, base=base, name=endpoint.name), encoding="utf-8")
+    return folder
+
+
+def build_app(config: ServeConfig) -> FastAPI:
+    """The served app; every endpoint's pipeline is loaded and warmed up when this returns."""
+    api_key = os.environ.get(config.api_key_env, "").strip() or None
+    if not config.local_only and not api_key:
+        raise ServeConfigError(
+            f"serving on {config.host} (not only this machine) needs an API key: set {config.api_key_env} "
+            f"in the environment, or serve on 127.0.0.1")
+    from hayhooks.settings import settings  # settings are read at import; set them before the app is made
+
+    settings.pipelines_dir = str(write_wrapper_folders(config))
+    settings.durable_mode = True            # fixed endpoints, loaded in order, all or nothing, no deploy routes
+    settings.host, settings.port = config.host, config.port
+    settings.tracing_enabled = False        # pmc-rag times stages itself; Hayhooks' tracer would replace ours
+    settings.monitoring_enabled = False
+    settings.show_tracebacks = False
+    endpoints.ACTIVE_CONFIG = config
+    from hayhooks.server.app import create_app
+
+    app = create_app()
+    for endpoint in config.endpoints:
+        if not endpoint.rest:
+            app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", "") != f"/{endpoint.name}/run"]
+    _add_routes(app, config)
+    app.add_middleware(RequestGate, config=config, api_key=api_key)
+    app.openapi_schema = None
+    return app
+
+
+def _add_routes(app: FastAPI, config: ServeConfig) -> None:
+    chat_models = [e.name for e in config.endpoints if e.chat]
+
+    async def list_chat_models(request: Any = None) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "pmc-rag"} for name in chat_models]})
+
+    async def health() -> JSONResponse:
+        report = health_report(config)
+        return JSONResponse(report, status_code=200 if report["status"] == "ok" else 503)
+
+    # Ahead of Hayhooks' own /v1/models, which lists every pipeline, chat or not.
+    app.router.routes.insert(0, Route("/v1/models", list_chat_models, methods=["GET"]))
+    app.router.routes.insert(0, Route("/models", list_chat_models, methods=["GET"]))
+    app.add_api_route("/health", health, methods=["GET"], summary="Database, models and generators reachable?")
+
+
+def health_report(config: ServeConfig) -> dict[str, Any]:
+    from urllib.request import urlopen
+
+    from pmc_rag.models import EMBEDDED_LLMS, is_verified
+
+    report: dict[str, Any] = {"status": "ok"}
+    try:
+        with psycopg.connect(os.environ.get("PG_CONN_STR", ""), connect_timeout=3) as connection:
+            connection.execute("SELECT 1")
+        report["database"] = "ok"
+    except psycopg.Error as error:
+        report["database"] = f"unreachable: {' '.join(str(error).split())[:200]}"
+        report["status"] = "degraded"
+    report["endpoints"] = {e.name: "loaded" for e in config.endpoints}  # setup() warmed each up or the start failed
+    report["embedded_models"] = {name: "ready" if is_verified(model) else "missing" for name, model in EMBEDDED_LLMS.items()}
+    ollama = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
+    ollama = ollama if "://" in ollama else f"http://{ollama}"
+    try:
+        with urlopen(f"{ollama.rstrip('/')}/api/tags", timeout=2) as response:
+            report["ollama"] = "reachable" if response.status == 200 else f"HTTP {response.status}"
+    except OSError:
+        report["ollama"] = f"not reachable at {ollama}: the embedded model answers instead"
+    return report
+
+
+class RequestGate:
+    """
+    Checks every request before Hayhooks sees it: API key, body size, JSON, and for `/{endpoint}/run` the
+    fields (unknown ones are a 422 that lists the accepted ones). Checking here keeps the messages ours
+    and stops a bad request before anything is logged or run.
+    """
+
+    _OPEN_PATHS = {"/health"}
+
+    def __init__(self, app: Any, config: ServeConfig, api_key: str | None):
+        self.app = app
+        self.config = config
+        self.api_key = api_key
+        self.run_paths = {f"/{e.name}/run": e for e in config.endpoints if e.rest}
+        self.chat_models = {e.name for e in config.endpoints if e.chat}
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if self.api_key and path not in self._OPEN_PATHS and \
+                headers.get("authorization", "") != f"Bearer {self.api_key}":
+            await _reject(send, 401, f"missing or wrong API key: send 'Authorization: Bearer <key>' "
+                                     f"(the key is in {self.config.api_key_env} on the server)")
+            return
+        if scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        limit = self.config.max_body_bytes
+        if int(headers.get("content-length") or 0) > limit:
+            await _reject(send, 413, f"request body over {limit} bytes; send a shorter question")
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > limit:
+                await _reject(send, 413, f"request body over {limit} bytes; send a shorter question")
+                return
+            if not message.get("more_body"):
+                break
+        problem = self._check(path, body)
+        if problem:
+            await _reject(send, *problem)
+            return
+        body = self._redacted(path, body)
+        scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+                 + [(b"content-length", str(len(body)).encode())]}
+
+        sent = False
+
+        async def replay() -> dict:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    def _check(self, path: str, body: bytes) -> tuple[int, str] | None:
+        if path not in self.run_paths and path not in ("/v1/chat/completions", "/chat/completions"):
+            return None
+        try:
+            data = json.loads(body or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            return 400, f"the body is not valid JSON ({error}); send a JSON object"
+        if not isinstance(data, dict):
+            return 422, "the body must be a JSON object, e.g. {\"question\": \"...\"}"
+        if path in self.run_paths:
+            accepted = {"question", *self.run_paths[path].parameters}
+            unknown = sorted(set(data) - accepted)
+            if unknown:
+                return 422, f"unknown field(s) {unknown}; {path} accepts {sorted(accepted)}"
+            return None
+        if data.get("model") not in self.chat_models:
+            return 404, f"model {data.get('model')!r} is not a chat model here; GET /v1/models lists them"
+        if not isinstance(data.get("messages"), list) or not data["messages"]:
+            return 422, "`messages` must be a non-empty list of {role, content} objects"
+        return None
+
+
+    def _redacted(self, path: str, body: bytes) -> bytes:
+        """The body with personal data redacted from the question, so that not even Hayhooks' log sees it."""
+        if path not in self.run_paths and path not in ("/v1/chat/completions", "/chat/completions"):
+            return body
+        data = json.loads(body)
+        if isinstance(data.get("question"), str):
+            data["question"] = redact_personal_data(data["question"])[0]
+        for message in data.get("messages") or []:
+            if isinstance(message, dict) and isinstance(message.get("content"), str):
+                message["content"] = redact_personal_data(message["content"])[0]
+        return json.dumps(data).encode()
+
+
+async def _reject(send: Any, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,130 @@
+"""`hayhooks.yml`: what `pmc-rag serve` serves, read and checked before anything starts."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pmc_rag.paths import PROJECT_ROOT
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+CLIENT_PARAMETERS = {"filters", "top_k", "conversation_id"}
+ENDPOINT_KINDS = {"answer", "retrieval"}
+
+
+class ServeConfigError(ValueError):
+    """hayhooks.yml is not usable; the message names the key and what to write instead."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    pipeline: Path
+    kind: str = "answer"
+    rest: bool = True
+    chat: bool = False
+    description: str = ""
+    parameters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    endpoints: tuple[Endpoint, ...]
+    host: str = "127.0.0.1"
+    port: int = 1416
+    api_key_env: str = "PMC_RAG_API_KEY"
+    max_body_bytes: int = 65536
+    max_question_chars: int = 2000
+    retention_days: float = 30
+    carried_chunks: int = 5
+    cache_entries: int = 1000
+    source: Path = field(default=PROJECT_ROOT / "hayhooks.yml")
+
+    @property
+    def local_only(self) -> bool:
+        return self.host in LOCAL_HOSTS
+
+    def endpoint(self, name: str) -> Endpoint:
+        return next(e for e in self.endpoints if e.name == name)
+
+
+def load_serve_config(path: str | Path | None = None, *, host: str | None = None, port: int | None = None
+                      ) -> ServeConfig:
+    """Read hayhooks.yml (or `path`); `host` and `port` override the file's."""
+    source = Path(path) if path else PROJECT_ROOT / "hayhooks.yml"
+    if not source.is_file():
+        raise ServeConfigError(f"{source}: no such file; pass the path of your hayhooks.yml")
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise ServeConfigError(f"{source}: not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ServeConfigError(f"{source}: expected a mapping with `server` and `endpoints`")
+    server = _section(data, "server", source)
+    conversations = _section(data, "conversations", source)
+    cache = _section(data, "cache", source)
+    endpoints = data.get("endpoints") or []
+    if not isinstance(endpoints, list) or not endpoints:
+        raise ServeConfigError(f"{source}: `endpoints` must list at least one endpoint (name, pipeline, kind)")
+    parsed = tuple(_endpoint(item, index, source) for index, item in enumerate(endpoints))
+    names = [e.name for e in parsed]
+    if len(set(names)) != len(names):
+        raise ServeConfigError(f"{source}: endpoint names must be unique, got {names}")
+    return ServeConfig(
+        endpoints=parsed,
+        host=str(host or server.get("host", "127.0.0.1")),
+        port=int(port or _number(server, "port", 1416, source, "server")),
+        api_key_env=str(server.get("api_key_env", "PMC_RAG_API_KEY")),
+        max_body_bytes=int(_number(server, "max_body_bytes", 65536, source, "server")),
+        max_question_chars=int(_number(server, "max_question_chars", 2000, source, "server")),
+        retention_days=float(_number(conversations, "retention_days", 30, source, "conversations")),
+        carried_chunks=int(_number(conversations, "carried_chunks", 5, source, "conversations")),
+        cache_entries=int(_number(cache, "max_entries", 1000, source, "cache")),
+        source=source,
+    )
+
+
+def _section(data: dict, key: str, source: Path) -> dict:
+    value = data.get(key) or {}
+    if not isinstance(value, dict):
+        raise ServeConfigError(f"{source}: `{key}` must be a mapping")
+    return value
+
+
+def _number(section: dict, key: str, default: float, source: Path, where: str) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ServeConfigError(f"{source}: `{where}.{key}` must be a non-negative number, not {value!r}")
+    return value
+
+
+def _endpoint(item: Any, index: int, source: Path) -> Endpoint:
+    where = f"{source}: endpoints[{index}]"
+    if not isinstance(item, dict):
+        raise ServeConfigError(f"{where} must be a mapping with name, pipeline and kind")
+    name = str(item.get("name", ""))
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name) or name in {"v1", "health", "docs", "openapi"}:
+        raise ServeConfigError(f"{where}.name {name!r}: use letters, digits, '_' and '-' (not v1/health/docs)")
+    pipeline = Path(str(item.get("pipeline", "")))
+    pipeline = pipeline if pipeline.is_absolute() else source.parent / pipeline
+    if not pipeline.is_file():
+        raise ServeConfigError(f"{where}.pipeline: {pipeline} does not exist; name a YAML file in pipelines/")
+    kind = item.get("kind", "answer")
+    if kind not in ENDPOINT_KINDS:
+        raise ServeConfigError(f"{where}.kind {kind!r}: must be one of {sorted(ENDPOINT_KINDS)}")
+    parameters = tuple(item.get("parameters") or ())
+    unknown = set(parameters) - CLIENT_PARAMETERS
+    if unknown:
+        raise ServeConfigError(
+            f"{where}.parameters: unknown {sorted(unknown)}; choose from {sorted(CLIENT_PARAMETERS)}")
+    if kind == "retrieval" and (item.get("chat") or "conversation_id" in parameters):
+        raise ServeConfigError(f"{where}: a retrieval endpoint cannot be a chat model or hold conversations")
+    if not item.get("rest", True) and not item.get("chat", False):
+        raise ServeConfigError(f"{where}: set `rest: true`, `chat: true` or both")
+    return Endpoint(name=name, pipeline=pipeline, kind=kind, rest=bool(item.get("rest", True)),
+                    chat=bool(item.get("chat", False)), description=str(item.get("description", "")),
+                    parameters=parameters)

@@ -1,0 +1,82 @@
+"""Turning a conversation into what one pipeline run needs, and its answers back into the conversation's terms.
+
+Follow-up questions ("what about its side effects?") are made standalone by *carrying the previous question
+along*: a question that refers back (a pronoun such as "it" or "they", "what about", "the drug", or fewer than
+three content words) is sent to retrieval and to the model as
+`"<question> (follow-up to: <previous standalone question>)"`. This is deterministic and costs nothing, unlike
+asking the model to rewrite the question (a 0.5B model rewrites unreliably and adds seconds); the chunks cited
+earlier in the conversation are offered to retrieval as well, so the papers under discussion stay in reach.
+
+Citation numbers belong to the conversation: `renumber` gives a paper cited before its earlier number and a
+new paper the next free one, in the answer text, its citations and its references alike.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from components.citations import canonical_id, content_words
+
+_REFERS_BACK = re.compile(
+    r"\b(?:it|its|it's|they|them|their|theirs|this|that|these|those|the (?:drug|treatment|therapy|intervention|"
+    r"study|trial|paper|papers|studies|results?|effect|effects|same)|what about|how about|and what|also|"
+    r"as well|compared (?:to|with) (?:that|this|it))\b", re.IGNORECASE)
+_FOLLOW_UP_LABEL = " (follow-up to: "
+
+
+def standalone_query(question: str, previous_queries: list[str]) -> str:
+    """The question as retrieval should see it, given the conversation's earlier standalone queries."""
+    if not previous_queries:
+        return question
+    if not _REFERS_BACK.search(question) and len(content_words(question)) >= 3:
+        return question
+    previous = previous_queries[-1].split(_FOLLOW_UP_LABEL)[0]  # the topic, not a chain of follow-ups
+    return f"{question}{_FOLLOW_UP_LABEL}{previous})"
+
+
+def renumber(answer: dict[str, Any], numbers: dict[str, int]) -> dict[str, Any]:
+    """The answer with the conversation's citation numbers; `numbers` gains the papers new to it."""
+    mapping: dict[int, int] = {}
+    for reference in sorted(answer.get("references", []), key=lambda r: r["number"]):
+        source_id = reference["source_id"]
+        if source_id not in numbers:
+            numbers[source_id] = max(numbers.values(), default=0) + 1
+        mapping[reference["number"]] = numbers[source_id]
+    if all(old == new for old, new in mapping.items()):
+        return answer
+    answer = dict(answer)
+    answer["answer"] = re.sub(r"\[(\d+)\]", lambda m: f"[{mapping.get(int(m.group(1)), int(m.group(1)))}]",
+                              answer.get("answer", ""))
+    answer["references"] = [{**r, "number": mapping[r["number"]]} for r in answer.get("references", [])]
+    answer["citations"] = [{**c, "number": mapping.get(c.get("number"), c.get("number"))}
+                           for c in answer.get("citations", [])]
+    return answer
+
+
+_REFERENCE_LINE = re.compile(r"^\s*\[(\d+)\]\s+(PMC\d+|PMID:\d+|doi:\S+)", re.MULTILINE)
+
+
+def numbers_from_history(messages: list[dict[str, Any]]) -> dict[str, int]:
+    """Citation numbers already shown in a resent chat history (the reference lines this server wrote)."""
+    numbers: dict[str, int] = {}
+    for message in messages:
+        if message.get("role") == "assistant" and isinstance(message.get("content"), str):
+            for number, source_id in _REFERENCE_LINE.findall(message["content"]):
+                numbers.setdefault(canonical_id(source_id), int(number))
+    return numbers
+
+
+def format_references(answer: dict[str, Any]) -> str:
+    """The reference list as chat text: one line per source, the id right after the number (parsed back above)."""
+    lines = []
+    for reference in sorted(answer.get("references", []), key=lambda r: r["number"]):
+        details = ". ".join(str(part) for part in (
+            reference.get("title"), reference.get("journal"), reference.get("year")) if part)
+        line = f"[{reference['number']}] {reference['source_id']}"
+        if details:
+            line += f" · {details}"
+        if reference.get("url"):
+            line += f" · {reference['url']}"
+        lines.append(line)
+    return "References:\n" + "\n".join(lines) if lines else ""

@@ -1,0 +1,318 @@
+"""The Hayhooks pipeline wrappers behind each endpoint of hayhooks.yml, and the answering service they share.
+
+`pmc-rag serve` writes, for each endpoint, a folder with a two-line `pipeline_wrapper.py` that subclasses
+`AnswerEndpoint` or `RetrievalEndpoint` and names the endpoint; Hayhooks loads those folders (in durable mode:
+one after another, all or nothing, no code-deployment routes). `setup()` loads the endpoint's pipeline YAML and
+warms its models up, so the port opens only once every model is ready.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import threading
+import time
+from collections.abc import Generator
+from typing import Annotated, Any, Literal
+
+import psycopg
+from fastapi import HTTPException
+from hayhooks import BasePipelineWrapper
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pmc_rag.answering import answer_question
+from pmc_rag.database import ensure_database
+from pmc_rag.pipelines import load_declared_pipeline
+from pmc_rag.serving.cache import AnswerCache
+from pmc_rag.serving.config import ServeConfig
+from pmc_rag.serving.conversation import format_references, numbers_from_history, renumber, standalone_query
+from pmc_rag.serving.guards import (
+    InputError,
+    SearchFilters,
+    clean_question,
+    emergency_reply,
+    redact_personal_data,
+    small_talk_reply,
+)
+from pmc_rag.serving.history import ConversationState, ConversationStore
+from pmc_rag.serving.streaming import CitationStream
+
+log = logging.getLogger("pmc_rag.serve")
+
+# Set by pmc_rag.serving.app before Hayhooks loads the wrappers.
+ACTIVE_CONFIG: ServeConfig | None = None
+
+TopK = Annotated[int, Field(ge=1, le=50)]
+
+
+class AnswerObject(BaseModel):
+    """The answer object (README, "The answer object"), plus what serving adds."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: Literal["answer", "small_talk", "emergency"] = Field(
+        "answer", description="`answer` from the literature; `small_talk` and `emergency` are fixed replies "
+                              "given without retrieval.")
+    question: str = Field(description="The question as processed: personal data redacted.")
+    answer: str = Field(description="The displayed answer; every [n] is a valid citation.")
+    raw_answer: str = Field("", description="What the model wrote, unchecked.")
+    citations: list[dict[str, Any]] = Field(default_factory=list, description="Each cited claim, its source and "
+                                                                                "support score.")
+    references: list[dict[str, Any]] = Field(default_factory=list, description="Numbered sources: title, "
+                                                                                 "journal, year, ids, link.")
+    sources: list[dict[str, Any]] = Field(default_factory=list, description="Every retrieved chunk: ids, "
+                                                                              "retriever ranks and scores.")
+    flags: dict[str, bool] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    model: str | None = Field(None, description="The generator that answered (null: none did).")
+    failed_generators: list[str] = Field(default_factory=list)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    conversation_id: str | None = Field(None, description="Send it back with a follow-up question.")
+    standalone_query: str | None = Field(None, description="The question as retrieval saw it.")
+    cached: bool = False
+    redacted: list[str] = Field(default_factory=list, description="Kinds of personal data removed, e.g. [EMAIL].")
+
+
+class RetrievedChunk(BaseModel):
+    chunk_id: str
+    source_id: str | None
+    score: float | None
+    content: str
+    meta: dict[str, Any]
+
+
+class RetrievalResult(BaseModel):
+    question: str
+    chunks: list[RetrievedChunk]
+    timings_ms: dict[str, float]
+
+
+class _Endpoint(BasePipelineWrapper):
+    endpoint_name = ""  # set by the generated subclass
+
+    def setup(self) -> None:
+        if ACTIVE_CONFIG is None:
+            raise RuntimeError("pmc-rag endpoints are started by `pmc-rag serve` (pmc_rag.serving.app)")
+        self.config = ACTIVE_CONFIG
+        self.spec = self.config.endpoint(self.endpoint_name)
+        self.connection_string = ensure_database().connection_string
+        self.declared = load_declared_pipeline(self.spec.pipeline)
+        self.declared.warm_up()  # models load now, before the port opens
+        self.history = ConversationStore(self.connection_string, self.config.retention_days)
+
+    def _filters(self, filters: SearchFilters | dict | None) -> dict[str, Any] | None:
+        if filters is None:
+            return None
+        if isinstance(filters, dict):
+            try:
+                filters = SearchFilters.model_validate(filters)
+            except ValidationError as error:
+                raise InputError("`filters`: " + "; ".join(
+                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())) from error
+        elif not isinstance(filters, SearchFilters):
+            raise InputError("`filters` must be an object, e.g. {\"year_from\": 2015}")
+        return filters.to_haystack()
+
+    def _unavailable(self, error: Exception) -> HTTPException:
+        try:
+            with psycopg.connect(self.connection_string, connect_timeout=3) as connection:
+                connection.execute("SELECT 1")
+        except psycopg.Error:
+            return HTTPException(503, "The database is not reachable; try again shortly (the operator should "
+                                      "check PostgreSQL / PG_CONN_STR).")
+        return HTTPException(500, f"{type(error).__name__}: {error}")
+
+
+class RetrievalEndpoint(_Endpoint):
+    def run_api(self, question: str, filters: SearchFilters | None = None, top_k: TopK | None = None
+                ) -> RetrievalResult:
+        """
+        Ranked chunks for a question, with their metadata and scores; no generation.
+
+        :param question: The question in plain words.
+        :param filters: Optional: year range, journal, article type, minimum evidence level, source ids.
+        :param top_k: How many chunks to return (1-50; default: the pipeline's).
+        """
+        question, _ = redact_personal_data(clean_question(question, self.config.max_question_chars))
+        started = time.perf_counter()
+        try:
+            documents = self.declared.run(question=question, filters=self._filters(filters), top_k=top_k)["documents"]
+        except Exception as error:
+            raise self._unavailable(error) from error
+        took = round((time.perf_counter() - started) * 1000, 1)
+        self.history.audit(self.spec.name, question, 200, timings_ms={"total": took})
+        log.info("%s status=200 total_ms=%.0f chunks=%d", self.spec.name, took, len(documents))
+        return RetrievalResult(question=question, timings_ms={"total": took}, chunks=[
+            RetrievedChunk(chunk_id=d.id, source_id=d.meta.get("source_id"), score=d.score, content=d.content or "",
+                           meta=d.meta) for d in documents])
+
+
+class AnswerEndpoint(_Endpoint):
+    def setup(self) -> None:
+        super().setup()
+        self.cache = None
+        pipeline = self.declared.pipeline
+        retriever = next((c for c in (pipeline.get_component(n) for n in pipeline.graph.nodes)
+                          if hasattr(c, "tables")), None)  # the BM25 retriever: its index counts corpus changes
+        if self.config.cache_entries and retriever is not None:
+            self.cache = AnswerCache(self.connection_string, retriever.tables, self.config.cache_entries)
+
+    def run_api(self, question: str, filters: SearchFilters | None = None, top_k: TopK | None = None,
+                conversation_id: str | None = None) -> AnswerObject:
+        """
+        Answers a question from the indexed literature; every claim carries a checked citation.
+
+        :param question: The question in plain words (personal data is redacted before anything else).
+        :param filters: Optional: year range, journal, article type, minimum evidence level, source ids.
+        :param top_k: How many excerpts the answer may draw on (1-50; default: the pipeline's).
+        :param conversation_id: The id a previous answer returned, to ask a follow-up in that conversation.
+        """
+        return AnswerObject(**self.answer(question, filters, top_k, conversation_id))
+
+    def answer(self, question: str, filters: SearchFilters | dict | None = None, top_k: int | None = None,
+               conversation_id: str | None = None, *, history: tuple[list[str], dict[str, int]] | None = None,
+               stream: CitationStream | None = None, on_token: Any = None) -> dict[str, Any]:
+        """The whole answering flow for one question; `history` is a resent chat's (queries, numbers)."""
+        started = time.perf_counter()
+        question, redacted = redact_personal_data(clean_question(question, self.config.max_question_chars))
+        haystack_filters = self._filters(filters)
+        if conversation_id is not None and not (0 < len(conversation_id) <= 100 and conversation_id.isprintable()):
+            raise InputError("`conversation_id` must be the id a previous answer returned")
+        fixed = emergency_reply(question)
+        kind = "emergency" if fixed else "answer"
+        if not fixed:
+            fixed = small_talk_reply(question)
+            kind = "small_talk" if fixed else kind
+        if fixed:
+            answer = {"kind": kind, "question": question, "answer": fixed, "redacted": redacted,
+                      "timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}}
+            self.history.audit(self.spec.name, question, 200, answer, conversation_id)
+            log.info("%s status=200 kind=%s", self.spec.name, kind)
+            return answer
+        try:
+            state = self.history.load(conversation_id) if conversation_id else ConversationState(
+                ConversationStore.new_id())
+        except psycopg.Error as error:
+            raise self._unavailable(error) from error
+        if history is not None:
+            state.questions, state.numbers = history
+        if stream is not None:
+            stream.numbers = state.numbers
+        query = standalone_query(question, state.questions)
+        key = self.cache.key(self.spec.name, query, haystack_filters, top_k) if self.cache else None
+        answer = self.cache.get(key) if key and not state.questions else None
+        cached = answer is not None
+        if answer is None:
+            generation = self.cache.generation() if self.cache else 0
+            inputs = {"top_k": top_k}
+            if "carried_chunk_ids" in self.declared.inputs:
+                inputs["carried_chunk_ids"] = state.cited_chunk_ids[: self.config.carried_chunks] or None
+            try:
+                answer = answer_question(self.declared, query, haystack_filters, inputs=inputs,
+                                         streaming_callback=on_token,
+                                         on_excerpts=stream.set_excerpts if stream else None)
+            except Exception as error:
+                raise self._unavailable(error) from error
+            if self.cache and not state.questions:
+                self.cache.put(key, answer, generation)
+        answer = renumber(dict(answer), state.numbers)
+        answer.update(kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
+                      conversation_id=state.conversation_id)
+        if cached:
+            answer["timings_ms"] = {"total": round((time.perf_counter() - started) * 1000, 1)}
+        self.history.save_turn(state, question, query, answer)
+        self.history.audit(self.spec.name, question, 200, answer, state.conversation_id)
+        log.info("%s status=200 model=%s total_ms=%.0f cached=%s flags=%s", self.spec.name, answer.get("model"),
+                 answer["timings_ms"].get("total", 0), cached, [f for f, on in answer.get("flags", {}).items() if on])
+        return answer
+
+    def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str | Generator:
+        """OpenAI chat: the last user message is the question; earlier turns come from the conversation id
+        (`conversation_id` in the body or in `metadata`) or, without one, from the history the client resent."""
+        question, conversation_id, history = self._chat_request(messages, body)
+        if not body.get("stream"):
+            answer = self.answer(question, body.get("filters"), body.get("top_k"), conversation_id, history=history)
+            return chat_text(answer, streamed="")
+        return self._stream(question, body, conversation_id, history)
+
+    def _chat_request(self, messages: list[dict], body: dict) -> tuple[str, str | None, Any]:
+        users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        if not users:
+            raise HTTPException(422, "`messages` holds no user message; the last user message is the question")
+        question = _text(users[-1].get("content"))
+        conversation_id = body.get("conversation_id") or (body.get("metadata") or {}).get("conversation_id")
+        history = None
+        if not conversation_id:
+            queries: list[str] = []
+            for earlier in users[:-1]:
+                text, _ = redact_personal_data(" ".join(_text(earlier.get("content")).split()))
+                if text:
+                    queries.append(standalone_query(text, queries))
+            history = (queries, numbers_from_history(messages))
+        return question, conversation_id, history
+
+    def _stream(self, question: str, body: dict, conversation_id: str | None, history: Any) -> Generator:
+        pieces: queue.Queue = queue.Queue()
+        stream = CitationStream({})
+
+        def on_token(chunk: Any) -> None:
+            shown = stream.feed(chunk.content or "")
+            if shown:
+                pieces.put(shown)
+
+        def work() -> None:
+            try:
+                answer = self.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
+                                     history=history, stream=stream, on_token=on_token)
+                pieces.put(("done", answer))
+            except Exception as error:  # reported in the stream: the HTTP status is already sent
+                pieces.put(("error", error))
+
+        threading.Thread(target=work, daemon=True, name="pmc-rag-stream").start()
+
+        def tokens() -> Generator[str, None, None]:
+            while True:
+                item = pieces.get()
+                if isinstance(item, str):
+                    yield item
+                    continue
+                status, value = item
+                if status == "error":
+                    detail = value.detail if isinstance(value, HTTPException) else str(value)
+                    yield f"\n\nError: {detail}"
+                    return
+                yield stream.finish() + chat_text(value, streamed=stream.shown)
+                return
+
+        return tokens()
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    raise HTTPException(422, "message `content` must be a string or a list of text parts")
+
+
+def chat_text(answer: dict[str, Any], streamed: str) -> str:
+    """The chat message: the answer (unless already streamed and still valid), notes, then the references."""
+    parts = []
+    replaced = answer.get("kind") != "answer" or answer.get("flags", {}).get("extractive_fallback")
+    if not streamed.strip():
+        parts.append(answer["answer"])
+    elif replaced:
+        parts.append("The answer above could not be checked against the sources; what the sources say:\n\n"
+                     + answer["answer"])
+    elif set(re.findall(r"\[\d+\]", answer["answer"])) != set(re.findall(r"\[\d+\]", streamed)):
+        parts.append("With its citations checked:\n\n" + answer["answer"])
+    parts.extend(f"_{note}_" for note in answer.get("notes", []))
+    references = format_references(answer)
+    if references:
+        parts.append(references)
+    if answer.get("conversation_id"):
+        parts.append(f"conversation_id: {answer['conversation_id']}")
+    text = "\n\n".join(parts)
+    return ("\n\n" + text) if streamed.strip() else text

@@ -1,0 +1,180 @@
+"""What the server checks and changes in a question before anything else sees it.
+
+- `clean_question`: empty, too long, or holding control characters -> `InputError` (a 4xx with the reason).
+- `redact_personal_data`: names after a cue ("my name is", "Mr", "patient"), emails, phone numbers, record
+  numbers and dates of birth become `[NAME]`, `[EMAIL]`, `[PHONE]`, `[RECORD]`, `[DOB]`. It runs before the
+  question is logged, stored, cached or retrieved with, so nothing downstream sees the original. It is a
+  pattern list, not a guarantee: a name with no cue ("Ask John about statins") passes.
+- `small_talk_reply`: greetings and thanks get a short reply without retrieval.
+- `emergency_reply`: a question describing an emergency happening now gets a pointer to emergency services.
+- `SearchFilters`: the filters clients may send, checked field by field, then turned into Haystack filters
+  (which pgvector passes to SQL as parameters; the checks make crafted values a 422 rather than a no-match).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from fastapi import HTTPException
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from components.citations import canonical_id
+
+
+class InputError(HTTPException):
+    """The request is not usable: a 4xx whose detail says what to change."""
+
+    def __init__(self, message: str, status: int = 422):
+        super().__init__(status_code=status, detail=message)
+
+
+def clean_question(question: Any, max_chars: int) -> str:
+    if not isinstance(question, str):
+        raise InputError(f"`question` must be a string, not {type(question).__name__}")
+    controls = sorted({f"U+{ord(c):04X}" for c in question if unicodedata.category(c) == "Cc" and c not in "\n\t\r"})
+    if controls:
+        raise InputError(f"`question` contains control characters ({', '.join(controls[:5])}); send plain text")
+    question = " ".join(question.split())
+    if not question:
+        raise InputError("`question` is empty; ask a question in plain words")
+    if len(question) > max_chars:
+        raise InputError(f"`question` is {len(question)} characters; the limit is {max_chars}. Ask something "
+                         "shorter (the server setting is server.max_question_chars in hayhooks.yml)")
+    return question
+
+
+_REDACTIONS = [
+    ("[EMAIL]", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+    ("[DOB]", re.compile(r"\b(?:DOB|d\.o\.b\.?|date of birth|born(?: on)?)\s*[:#]?\s*"
+                         r"(?:\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}\s+[A-Z][a-z]+\s+\d{4}|[A-Z][a-z]+\s+\d{1,2},?\s+\d{4})",
+                         re.IGNORECASE)),
+    ("[RECORD]", re.compile(r"\b(?:MRN|medical record(?: number)?|record (?:number|no\.?)|patient (?:ID|number)|"
+                            r"NHS (?:number|no\.?)|SSN|social security number)\s*[:#]?\s*[A-Z0-9-]{4,}",
+                            re.IGNORECASE)),
+    ("[PHONE]", re.compile(r"(?<![\w.])\+?\(?\d{2,4}\)?[\s.-]\d{2,4}[\s.-]\d{3,4}(?:[\s.-]\d{2,4})?(?![\w.])")),
+    ("[NAME]", re.compile(r"\b(?:(?i:my name is|I am called|I'm called)\s+|"
+                          r"(?:Mr|Mrs|Ms|Miss|Mx|Dr)\.?\s+|(?i:patient|my (?:husband|wife|son|daughter|mother|father|"
+                          r"friend|partner|client))\s+)"
+                          r"(?P<name>[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)?)")),
+]
+
+
+def redact_personal_data(text: str) -> tuple[str, list[str]]:
+    """The text with personal data replaced, and the kinds replaced (e.g. ["[EMAIL]"])."""
+    found = []
+    for label, pattern in _REDACTIONS:
+        if label == "[NAME]":
+            def keep_cue(match: re.Match) -> str:
+                return match.group(0)[: match.start("name") - match.start(0)] + "[NAME]"
+            text, count = pattern.subn(keep_cue, text)
+        else:
+            text, count = pattern.subn(label, text)
+        if count:
+            found.append(label)
+    return text, found
+
+
+_SMALL_TALK = re.compile(
+    r"^(?:(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening)|greetings)(?: there)?|"
+    r"(?:many )?thanks?(?: you)?(?: (?:so|very) much)?(?: a lot)?|thank you|ty|cheers|bye|goodbye|ok(?:ay)?|great)"
+    r"[\s!.,:)]*$", re.IGNORECASE)
+
+SMALL_TALK_REPLY = ("Hello! Ask me a question about the biomedical literature, for example \"Does metformin lower "
+                    "HbA1c in type 2 diabetes?\", and I will answer from the indexed papers with citations.")
+THANKS_REPLY = "You're welcome. Ask another question whenever you like."
+
+
+def small_talk_reply(question: str) -> str | None:
+    if not _SMALL_TALK.match(question.strip()):
+        return None
+    return THANKS_REPLY if re.match(r"(?i)\s*(?:many )?(?:thank|ty\b|cheers)", question) else SMALL_TALK_REPLY
+
+
+_HAPPENING_NOW = re.compile(
+    r"\b(?:I(?:'m| am)?|I've|my (?:\w+ )?(?:husband|wife|son|daughter|child|baby|mother|father|mom|mum|dad|friend|"
+    r"partner|brother|sister)|someone|somebody|he|she)\b.{0,40}?\b(?:is|are|am|has|have|'s|just|having|took|taken|"
+    r"can't|cannot|won't)\b", re.IGNORECASE)
+_EMERGENCY = re.compile(
+    r"\b(?:chest pain|heart attack|stroke|seizure|not breathing|can'?t breathe|cannot breathe|stopped breathing|"
+    r"unconscious|unresponsive|overdos\w*|poison\w*|bleeding (?:heavily|badly|a lot)|severe bleeding|"
+    r"anaphyla\w*|suicid\w*|kill (?:myself|himself|herself)|end (?:my|his|her) life|choking)\b", re.IGNORECASE)
+_URGENT = re.compile(r"\b(?:right now|now|just|help|emergency|urgent|what (?:do|should) I do)\b", re.IGNORECASE)
+
+EMERGENCY_REPLY = (
+    "This sounds like a medical emergency. Call your local emergency number now (112 in Europe, 911 in North "
+    "America, 999 in the UK) or go to the nearest emergency department. If someone may harm themselves, call "
+    "emergency services or a crisis line. This service summarises research papers and cannot give urgent "
+    "medical advice.")
+
+
+def emergency_reply(question: str) -> str | None:
+    """The safety message when the question describes an emergency happening to someone now, else None.
+
+    A research question about emergencies ("Does aspirin reduce deaths after heart attack?") has no one it is
+    happening to and gets a literature answer as usual.
+    """
+    if _EMERGENCY.search(question) and _HAPPENING_NOW.search(question) and (
+            _URGENT.search(question) or re.search(r"\b(?:I|my)\b", question, re.IGNORECASE)):
+        return EMERGENCY_REPLY
+    return None
+
+
+_JOURNAL = r"^[\w][\w .,:&()'/-]{0,199}$"
+
+
+class SearchFilters(BaseModel):
+    """Filters a client may send with a question; every field optional, all must hold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    year_from: int | None = Field(None, ge=1800, le=2100, description="Earliest publication year.")
+    year_to: int | None = Field(None, ge=1800, le=2100, description="Latest publication year.")
+    journal: str | None = Field(None, description="Exact journal title, e.g. 'PLoS ONE'.")
+    article_type: str | None = Field(None, pattern=r"^[A-Za-z][A-Za-z _-]{0,63}$",
+                                     description="JATS article type or MEDLINE publication type, "
+                                                 "e.g. 'research-article', 'Randomized Controlled Trial'.")
+    min_evidence_level: int | None = Field(
+        None, ge=1, le=6, description="Keep evidence at least this strong: 1 systematic review/meta-analysis, "
+                                      "2 randomised trial, 3 cohort/case-control, 4 case report/series, "
+                                      "5 review/guideline, 6 other.")
+    source_ids: list[str] | None = Field(None, max_length=100,
+                                         description="Only these papers: PMC ids, 'PMID:<digits>' or 'doi:<doi>'.")
+
+    @field_validator("journal")
+    @classmethod
+    def _journal(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(_JOURNAL, value):
+            raise ValueError("a journal title may contain letters, digits, spaces and . , : & ( ) ' / - "
+                             "(at most 200 characters)")
+        return value
+
+    @field_validator("source_ids")
+    @classmethod
+    def _source_ids(cls, values: list[str] | None) -> list[str] | None:
+        if values is None:
+            return None
+        bad = [v for v in values if not re.fullmatch(r"PMC\d{1,10}|PMID:\d{1,10}|doi:10\.\d{4,9}/[^\s'\";]{1,200}",
+                                                     canonical_id(v))]
+        if bad:
+            raise ValueError(f"not citation ids: {bad[:3]}; write PMC<digits>, PMID:<digits> or doi:<doi>")
+        return [canonical_id(v) for v in values]
+
+    def to_haystack(self) -> dict[str, Any] | None:
+        conditions: list[dict[str, Any]] = []
+        if self.year_from is not None:
+            conditions.append({"field": "meta.year", "operator": ">=", "value": self.year_from})
+        if self.year_to is not None:
+            conditions.append({"field": "meta.year", "operator": "<=", "value": self.year_to})
+        if self.journal:
+            conditions.append({"field": "meta.journal", "operator": "==", "value": self.journal})
+        if self.article_type:
+            conditions.append({"field": "meta.article_type", "operator": "==", "value": self.article_type})
+        if self.min_evidence_level is not None:
+            conditions.append({"field": "meta.evidence_rank", "operator": "<=", "value": self.min_evidence_level})
+        if self.source_ids:
+            conditions.append({"field": "meta.source_id", "operator": "in", "value": self.source_ids})
+        if not conditions:
+            return None
+        return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}

@@ -1,0 +1,138 @@
+"""Conversations, their citation numbers, and the audit trail, in PostgreSQL.
+
+Kept in the database rather than in process memory so that several server processes share them and a restart
+loses nothing. Tables (created on first use, in the same database as the chunks):
+
+- `pmc_rag_conversations`: one row per conversation, `updated_at` drives retention;
+- `pmc_rag_turns`: each question (redacted), the standalone query it became, and the answer object;
+- `pmc_rag_citation_numbers`: the number each cited paper has in the conversation, with the chunks cited,
+  so that [1] in the first answer is [1] in the fifth;
+- `pmc_rag_audit`: every request: endpoint, redacted question, status, model, timings, citations, flags.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pmc_rag_conversations (
+    id text PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX IF NOT EXISTS pmc_rag_conversations_updated ON pmc_rag_conversations (updated_at);
+CREATE TABLE IF NOT EXISTS pmc_rag_turns (
+    conversation_id text NOT NULL REFERENCES pmc_rag_conversations (id) ON DELETE CASCADE,
+    turn integer NOT NULL, question text NOT NULL, standalone_query text NOT NULL, answer jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (conversation_id, turn));
+CREATE TABLE IF NOT EXISTS pmc_rag_citation_numbers (
+    conversation_id text NOT NULL REFERENCES pmc_rag_conversations (id) ON DELETE CASCADE,
+    source_id text NOT NULL, number integer NOT NULL, chunk_ids text[] NOT NULL DEFAULT '{}',
+    PRIMARY KEY (conversation_id, source_id), UNIQUE (conversation_id, number));
+CREATE TABLE IF NOT EXISTS pmc_rag_audit (
+    id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), endpoint text NOT NULL,
+    conversation_id text, question text, status integer NOT NULL, model text, timings_ms jsonb,
+    citations jsonb, flags jsonb);
+"""
+
+
+@dataclass
+class ConversationState:
+    """What a new turn needs from the earlier ones."""
+
+    conversation_id: str
+    questions: list[str] = field(default_factory=list)          # standalone queries, oldest first
+    numbers: dict[str, int] = field(default_factory=dict)       # source id -> citation number
+    cited_chunk_ids: list[str] = field(default_factory=list)    # most recently cited first
+
+
+class ConversationStore:
+    """
+    Reads and writes conversations and the audit trail.
+
+    Usage:
+    ```python
+    store = ConversationStore(os.environ["PG_CONN_STR"], retention_days=30)
+    state = store.load("c-123")          # empty state for a new id
+    store.save_turn(state, "Is X safe?", "Is X safe?", answer)
+    ```
+    """
+
+    def __init__(self, connection_string: str, retention_days: float = 30):
+        self.connection_string = connection_string
+        self.retention_days = retention_days
+        with self._connect() as connection:
+            connection.execute(_SCHEMA)
+        self.purge_expired()
+
+    def _connect(self) -> psycopg.Connection:
+        # A connection per call: the server runs requests on many threads, and these calls are few and short.
+        return psycopg.connect(self.connection_string, autocommit=True, connect_timeout=5)
+
+    @staticmethod
+    def new_id() -> str:
+        return f"conv-{uuid.uuid4().hex}"
+
+    def purge_expired(self) -> int:
+        with self._connect() as connection:
+            return connection.execute(
+                "DELETE FROM pmc_rag_conversations WHERE updated_at < now() - make_interval(secs => %s)",
+                (self.retention_days * 86400,)).rowcount
+
+    def load(self, conversation_id: str) -> ConversationState:
+        state = ConversationState(conversation_id)
+        with self._connect() as connection:
+            state.questions = [row[0] for row in connection.execute(
+                "SELECT standalone_query FROM pmc_rag_turns WHERE conversation_id = %s ORDER BY turn",
+                (conversation_id,))]
+            for source_id, number, chunk_ids in connection.execute(
+                    "SELECT source_id, number, chunk_ids FROM pmc_rag_citation_numbers WHERE conversation_id = %s "
+                    "ORDER BY number DESC", (conversation_id,)):
+                state.numbers[source_id] = number
+                state.cited_chunk_ids.extend(chunk_ids)
+        return state
+
+    def save_turn(self, state: ConversationState, question: str, standalone_query: str,
+                  answer: dict[str, Any]) -> None:
+        """Store the turn and any new citation numbers, in one transaction (the conversation row is locked)."""
+        with self._connect() as connection, connection.transaction():
+            connection.execute(
+                "INSERT INTO pmc_rag_conversations (id) VALUES (%s) ON CONFLICT (id) DO UPDATE SET updated_at = now()",
+                (state.conversation_id,))
+            connection.execute("SELECT 1 FROM pmc_rag_conversations WHERE id = %s FOR UPDATE",
+                               (state.conversation_id,))
+            turn = connection.execute(
+                "SELECT coalesce(max(turn), 0) + 1 FROM pmc_rag_turns WHERE conversation_id = %s",
+                (state.conversation_id,)).fetchone()[0]
+            connection.execute(
+                "INSERT INTO pmc_rag_turns (conversation_id, turn, question, standalone_query, answer) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                (state.conversation_id, turn, question, standalone_query, Jsonb(answer)))
+            for reference in answer.get("references", []):
+                connection.execute(
+                    "INSERT INTO pmc_rag_citation_numbers (conversation_id, source_id, number, chunk_ids) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (conversation_id, source_id) DO UPDATE SET "
+                    "chunk_ids = (SELECT array_agg(DISTINCT c) FROM unnest("
+                    "pmc_rag_citation_numbers.chunk_ids || excluded.chunk_ids) c)",
+                    (state.conversation_id, reference["source_id"], reference["number"],
+                     [reference["chunk_id"]] if reference.get("chunk_id") else []))
+
+    def turns(self, conversation_id: str) -> list[dict[str, Any]]:
+        with self._connect() as connection:
+            return [{"turn": turn, "question": question, "answer": answer} for turn, question, answer in
+                    connection.execute("SELECT turn, question, answer FROM pmc_rag_turns WHERE conversation_id = %s "
+                                       "ORDER BY turn", (conversation_id,))]
+
+    def audit(self, endpoint: str, question: str | None, status: int, answer: dict[str, Any] | None = None,
+              conversation_id: str | None = None, timings_ms: dict[str, float] | None = None) -> None:
+        answer = answer or {}
+        citations = [{"number": r["number"], "source_id": r["source_id"]} for r in answer.get("references", [])]
+        with self._connect() as connection:
+            connection.execute(
+                "INSERT INTO pmc_rag_audit (endpoint, conversation_id, question, status, model, timings_ms, "
+                "citations, flags) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (endpoint, conversation_id, question, status, answer.get("model"),
+                 Jsonb(timings_ms or answer.get("timings_ms") or {}), Jsonb(citations),
+                 Jsonb(answer.get("flags") or {})))
