@@ -68,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
     ask.set_defaults(handler=_ask)
 
+    serve = commands.add_parser("serve", help="serve the endpoints of hayhooks.yml over HTTP (REST and OpenAI chat)")
+    serve.add_argument("--config", default=None, help="a hayhooks.yml (default: the project's)")
+    serve.add_argument("--host", default=None, help="override server.host (other than 127.0.0.1 needs an API key)")
+    serve.add_argument("--port", type=int, default=None, help="override server.port")
+    serve.set_defaults(handler=_serve)
+
     status = commands.add_parser("status", help="what is indexed, where, and which models are ready")
     status.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
     status.set_defaults(handler=_status)
@@ -119,6 +125,14 @@ def _ask(args: argparse.Namespace) -> int:
     pipeline.warm_up()
     answer = answer_question(pipeline, question)
     print(json.dumps(answer, indent=2, ensure_ascii=False, default=str) if args.json else format_answer(answer))
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from pmc_rag.serving.app import serve
+    from pmc_rag.serving.config import load_serve_config
+
+    serve(load_serve_config(args.config, host=args.host, port=args.port))
     return 0
 
 

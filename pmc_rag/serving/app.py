@@ -107,7 +107,8 @@ def health_report(config: ServeConfig) -> dict[str, Any]:
         report["database"] = f"unreachable: {' '.join(str(error).split())[:200]}"
         report["status"] = "degraded"
     report["endpoints"] = {e.name: "loaded" for e in config.endpoints}  # setup() warmed each up or the start failed
-    report["embedded_models"] = {name: "ready" if is_verified(model) else "missing" for name, model in EMBEDDED_LLMS.items()}
+    report["embedded_models"] = {name: "ready" if is_verified(model) else "missing"
+                                 for name, model in EMBEDDED_LLMS.items()}
     ollama = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
     ollama = ollama if "://" in ollama else f"http://{ollama}"
     try:
@@ -220,3 +221,16 @@ async def _reject(send: Any, status: int, detail: str) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def serve(config: ServeConfig) -> None:
+    """Build the app (every model warmed up) and serve it until interrupted."""
+    import uvicorn
+
+    from pmc_rag.database import ensure_database
+
+    print(f"Database: {ensure_database().description}", flush=True)
+    app = build_app(config)
+    print(f"Serving {', '.join(e.name for e in config.endpoints)} on http://{config.host}:{config.port} "
+          f"(OpenAPI: /docs; chat models: /v1/models)", flush=True)
+    uvicorn.run(app, host=config.host, port=config.port, log_level="warning")

@@ -1,0 +1,291 @@
+"""Serving: hayhooks.yml endpoints in process (FastAPI test client) and a real server driven by the openai client."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg
+import pytest
+import yaml
+
+from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for
+
+QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
+TABLE = "serving_chunks"
+
+
+@pytest.fixture(scope="module")
+def serve_config(tmp_path_factory, pg_conn_str):
+    from haystack import Pipeline
+
+    from ingestion.runner import ingest
+    from pmc_rag.pipelines import ALLOWED_MODULES
+
+    from conftest import indexing_yaml_for, make_store
+
+    make_store(TABLE).delete_table()
+    ingest([str(CORPUS / "pmc_oa")], Pipeline.loads(indexing_yaml_for(TABLE), allowed_modules=ALLOWED_MODULES),
+           progress=False)
+    folder = tmp_path_factory.mktemp("serving")
+    config = {
+        "server": {"host": "127.0.0.1", "port": 1416, "max_body_bytes": 4096, "max_question_chars": 300},
+        "conversations": {"retention_days": 1},
+        "cache": {"max_entries": 50},
+        "endpoints": [
+            {"name": "rag", "pipeline": str(pipeline_file_for("rag", TABLE, folder)), "kind": "answer",
+             "rest": True, "chat": True, "parameters": ["filters", "top_k", "conversation_id"]},
+            {"name": "retrieve", "pipeline": str(pipeline_file_for("retrieve_hybrid", TABLE, folder)),
+             "kind": "retrieval", "rest": True, "chat": False, "parameters": ["filters", "top_k"]},
+        ],
+    }
+    path = folder / "hayhooks.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    yield path
+    make_store(TABLE).delete_table()
+
+
+@pytest.fixture(scope="module")
+def client(serve_config):
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    with TestClient(build_app(load_serve_config(serve_config))) as test_client:
+        yield test_client
+
+
+def chunk_count(pg_conn_str: str) -> int:
+    with psycopg.connect(pg_conn_str) as connection:
+        return connection.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+
+
+def test_rest_answer_retrieval_models_health_and_openapi(client):
+    answer = client.post("/rag/run", json={"question": QUESTION}).json()["result"]
+    assert answer["kind"] == "answer" and answer["conversation_id"].startswith("conv-")
+    assert "PMC4816447" in [r["source_id"] for r in answer["references"]]
+    assert {r["source_id"] for r in answer["references"]} <= {s["source_id"] for s in answer["sources"]
+                                                              if s["in_prompt"]}
+    chunks = client.post("/retrieve/run", json={"question": QUESTION, "top_k": 3}).json()["result"]["chunks"]
+    assert len(chunks) == 3 and chunks[0]["source_id"] == "PMC4816447" and chunks[0]["score"] > 0
+    filtered = client.post("/retrieve/run", json={"question": QUESTION, "filters": {"source_ids": ["PMC3166277"]}})
+    assert {c["source_id"] for c in filtered.json()["result"]["chunks"]} == {"PMC3166277"}
+    assert [m["id"] for m in client.get("/v1/models").json()["data"]] == ["rag"]  # retrieval is not a chat model
+    health = client.get("/health").json()
+    assert health["status"] == "ok" and health["database"] == "ok" and "not reachable" in health["ollama"]
+    schema = client.get("/openapi.json").json()
+    assert {"/rag/run", "/retrieve/run", "/health"} <= set(schema["paths"])
+    assert "/deploy-yaml" not in schema["paths"] and "/deploy_files" not in schema["paths"]
+    request = schema["components"]["schemas"]["SearchFilters"]["properties"]
+    assert {"year_from", "year_to", "journal", "article_type", "min_evidence_level", "source_ids"} == set(request)
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({"question": ""}, 422, "`question` is empty"),
+    ({"question": "x" * 301}, 422, "the limit is 300"),
+    ({"question": "why\x07?"}, 422, "control characters (U+0007)"),
+    ({"question": QUESTION, "colour": "red"}, 422, "unknown field(s) ['colour']"),
+    ({"question": QUESTION, "top_k": "five"}, 422, "top_k"),
+    ({"question": QUESTION, "top_k": 500}, 422, "less than or equal to 50"),
+    ({"question": ["a list"]}, 422, "question"),
+    ({"question": QUESTION, "filters": {"journal": "x'; DROP TABLE serving_chunks; --"}}, 422, "journal title"),
+    ({"question": QUESTION, "filters": {"source_ids": ["1 OR 1=1"]}}, 422, "not citation ids"),
+    ({"question": QUESTION, "filters": {"year_from": "2010; DELETE"}}, 422, "year_from"),
+    ({"question": QUESTION, "filters": {"bogus": 1}}, 422, "bogus"),
+    ("{not json", 400, "not valid JSON"),
+    ("[1, 2]", 422, "must be a JSON object"),
+    ({"question": "y" * 5000}, 413, "request body over 4096 bytes"),
+], ids=["empty", "too-long", "control-char", "unknown-field", "wrong-type", "top_k-range", "question-type",
+        "sql-journal", "sql-ids", "sql-year", "unknown-filter", "malformed-json", "not-object", "oversized"])
+def test_bad_input_gets_a_4xx_that_says_what_was_wrong_and_touches_nothing(client, pg_conn_str, body, status,
+                                                                           message):
+    before = chunk_count(pg_conn_str)
+    response = (client.post("/rag/run", content=body, headers={"content-type": "application/json"})
+                if isinstance(body, str) else client.post("/rag/run", json=body))
+    assert response.status_code == status, response.text
+    assert message in json.dumps(response.json()["detail"])
+    assert chunk_count(pg_conn_str) == before
+
+
+def test_chat_requests_are_checked_too(client):
+    unknown = client.post("/v1/chat/completions", json={"model": "retrieve", "messages": [{"role": "user",
+                                                                                          "content": "hi"}]})
+    assert unknown.status_code == 404 and "not a chat model" in unknown.json()["detail"]
+    empty = client.post("/v1/chat/completions", json={"model": "rag", "messages": []})
+    assert empty.status_code == 422 and "messages" in empty.json()["detail"]
+
+
+def test_greetings_emergencies_and_personal_data(client, pg_conn_str):
+    hello = client.post("/rag/run", json={"question": "Hello!"}).json()["result"]
+    assert hello["kind"] == "small_talk" and not hello["references"]
+    urgent = client.post("/rag/run", json={"question": "My father is having chest pain right now, what do I do?"})
+    assert urgent.json()["result"]["kind"] == "emergency" and "emergency number" in urgent.json()["result"]["answer"]
+    private = client.post("/rag/run", json={
+        "question": "My name is Anna Berg, email anna.berg@example.org, MRN 99812345: does erlotinib help in NSCLC?"})
+    result = private.json()["result"]
+    assert "anna" not in result["question"].lower() and "99812345" not in result["question"]
+    assert set(result["redacted"]) == {"[EMAIL]", "[RECORD]", "[NAME]"}
+    with psycopg.connect(pg_conn_str) as connection:
+        stored = " ".join(str(row) for row in connection.execute(
+            "SELECT question, answer::text FROM pmc_rag_turns UNION ALL SELECT question, '' FROM pmc_rag_audit"))
+    assert "anna.berg@example.org" not in stored and "99812345" not in stored and "[EMAIL]" in stored
+
+
+def test_a_five_turn_conversation_keeps_its_citation_numbers(client):
+    questions = [QUESTION, "What about its side effects?", "How long was progression-free survival?",
+                 "Did they test for EGFR mutations in tissue?", "Were there any treatment-related deaths?"]
+    numbers: dict[str, int] = {}
+    conversation_id = None
+    for question in questions:
+        body = {"question": question, **({"conversation_id": conversation_id} if conversation_id else {})}
+        answer = client.post("/rag/run", json=body).json()["result"]
+        conversation_id = answer["conversation_id"]
+        for reference in answer["references"]:
+            assert numbers.setdefault(reference["source_id"], reference["number"]) == reference["number"]
+        assert sorted(numbers.values()) == list(range(1, len(numbers) + 1))
+    assert numbers.get("PMC4816447") == 1
+    assert "(follow-up to: " + QUESTION in answer["standalone_query"] or "deaths" in answer["standalone_query"]
+
+
+def test_repeated_questions_come_from_the_cache_until_the_corpus_changes(client, pg_conn_str):
+    question = "Does erlotinib cause skin rash in EGFR-mutant lung cancer?"
+    first = client.post("/rag/run", json={"question": question}).json()["result"]
+    started = time.perf_counter()
+    second = client.post("/rag/run", json={"question": question}).json()["result"]
+    assert not first["cached"] and second["cached"] and (time.perf_counter() - started) < 5
+    assert second["answer"] == first["answer"]
+    with psycopg.connect(pg_conn_str) as connection:  # any write to the chunk table changes the corpus
+        connection.execute(f"UPDATE {TABLE} SET content = content WHERE id = (SELECT min(id) FROM {TABLE})")
+    third = client.post("/rag/run", json={"question": question}).json()["result"]
+    assert not third["cached"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(serve_config, port: int, env: dict) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-m", "pmc_rag.cli", "serve", "--config", str(serve_config),
+                                "--port", str(port)], cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stdout.read()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.5)
+    process.kill()
+    raise AssertionError("server did not start in 240 s")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
+    from openai import AuthenticationError, OpenAI
+
+    port = free_port()
+    env = {**os.environ, "PG_CONN_STR": pg_conn_str, "PMC_RAG_API_KEY": "test-key"}
+    server = start_server(serve_config, port, env)
+    try:
+        client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="test-key", max_retries=0)
+        with pytest.raises(AuthenticationError):
+            OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="wrong", max_retries=0).models.list()
+        assert [m.id for m in client.models.list()] == ["rag"]
+
+        reply = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": QUESTION}])
+        text = reply.choices[0].message.content
+        assert "References:\n[1] " in text and "PMC4816447" in text
+
+        pieces = [chunk.choices[0].delta.content for chunk in client.chat.completions.create(
+            model="rag", stream=True, messages=[{"role": "user", "content": "Does erlotinib prolong survival in "
+                                                                           "EGFR-mutant NSCLC compared with chemotherapy?"}])
+            if chunk.choices and chunk.choices[0].delta.content]
+        assert len(pieces) > 5  # tokens arrive one by one, not as one block
+        assert "References:" in pieces[-1] and "References:" not in "".join(pieces[:-1])
+
+        # Two conversations at once do not leak into each other.
+        results: dict[str, list[dict]] = {}
+
+        def converse(topic: str, follow_up: str) -> None:
+            first = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": topic}],
+                                                   extra_body={"conversation_id": f"conv-{topic[:12]}-{port}"})
+            second = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": follow_up}],
+                                                    extra_body={"conversation_id": f"conv-{topic[:12]}-{port}"})
+            results[topic] = [first.choices[0].message.content, second.choices[0].message.content]
+
+        threads = [threading.Thread(target=converse, args=args) for args in [
+            ("Erlotinib in EGFR-mutant lung cancer", "what about its toxicity?"),
+            ("Streptococcus pneumoniae carriage in children", "what about antibiotic resistance?")]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        with psycopg.connect(pg_conn_str) as connection:
+            for topic in results:
+                stored = [row[0] for row in connection.execute(
+                    "SELECT standalone_query FROM pmc_rag_turns WHERE conversation_id = %s ORDER BY turn",
+                    (f"conv-{topic[:12]}-{port}",))]
+                assert len(stored) == 2 and stored[1].endswith(f"(follow-up to: {topic})")
+    finally:
+        stop_server(server)
+
+    # A restart keeps conversations and their numbering.
+    conversation = f"conv-Erlotinib in-{port}"
+    with psycopg.connect(pg_conn_str) as connection:
+        before = dict(connection.execute("SELECT source_id, number FROM pmc_rag_citation_numbers "
+                                         "WHERE conversation_id = %s", (conversation,)).fetchall())
+    server = start_server(serve_config, port, env)
+    try:
+        client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="test-key", max_retries=0)
+        client.chat.completions.create(model="rag", messages=[{"role": "user", "content": "and the response rate?"}],
+                                       extra_body={"conversation_id": conversation})
+        with psycopg.connect(pg_conn_str) as connection:
+            after = dict(connection.execute("SELECT source_id, number FROM pmc_rag_citation_numbers "
+                                            "WHERE conversation_id = %s", (conversation,)).fetchall())
+            turns = connection.execute("SELECT count(*) FROM pmc_rag_turns WHERE conversation_id = %s",
+                                       (conversation,)).fetchone()[0]
+        assert turns == 3 and before and all(after[source] == number for source, number in before.items())
+    finally:
+        stop_server(server)
+
+
+def test_serving_config_errors_name_the_key(tmp_path, serve_config):
+    from pmc_rag.serving.config import ServeConfigError, load_serve_config
+
+    with pytest.raises(ServeConfigError, match="needs an API key"):
+        from pmc_rag.serving.app import build_app
+
+        env = os.environ.pop("PMC_RAG_API_KEY", None)
+        try:
+            build_app(load_serve_config(serve_config, host="0.0.0.0"))
+        finally:
+            if env is not None:
+                os.environ["PMC_RAG_API_KEY"] = env
+    broken = yaml.safe_load(serve_config.read_text())
+    broken["endpoints"][0]["pipeline"] = "pipelines/nope.yml"
+    path = tmp_path / "hayhooks.yml"
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"endpoints\[0\].pipeline: .*nope.yml does not exist"):
+        load_serve_config(path)
+    broken["endpoints"][0]["parameters"] = ["colour"]
+    broken["endpoints"][0]["pipeline"] = str(serve_config.parent / "rag.yml")
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"parameters: unknown \['colour'\]"):
+        load_serve_config(path)
