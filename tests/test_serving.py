@@ -213,10 +213,11 @@ def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
         text = reply.choices[0].message.content
         assert "References:\n[1] " in text and "PMC4816447" in text
 
-        pieces = [chunk.choices[0].delta.content for chunk in client.chat.completions.create(
-            model="rag", stream=True, messages=[{"role": "user", "content": "Does erlotinib prolong survival in "
-                                                                           "EGFR-mutant NSCLC compared with chemotherapy?"}])
-            if chunk.choices and chunk.choices[0].delta.content]
+        asked = "Does erlotinib prolong survival in EGFR-mutant NSCLC compared with chemotherapy?"
+        stream = client.chat.completions.create(model="rag", stream=True,
+                                                messages=[{"role": "user", "content": asked}])
+        pieces = [chunk.choices[0].delta.content for chunk in stream
+                  if chunk.choices and chunk.choices[0].delta.content]
         assert len(pieces) > 5  # tokens arrive one by one, not as one block
         assert "References:" in pieces[-1] and "References:" not in "".join(pieces[:-1])
 
