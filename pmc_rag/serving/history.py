@@ -96,13 +96,15 @@ class ConversationStore:
 
     def save_turn(self, state: ConversationState, question: str, standalone_query: str,
                   answer: dict[str, Any]) -> None:
-        """Store the turn and any new citation numbers, in one transaction (the conversation row is locked)."""
+        """Store the turn and any new citation numbers, in one transaction.
+
+        The upsert of the conversation row locks it until commit, so turns of one conversation are numbered
+        one after another even when two servers answer in it at once.
+        """
         with self._connect() as connection, connection.transaction():
             connection.execute(
                 "INSERT INTO pmc_rag_conversations (id) VALUES (%s) ON CONFLICT (id) DO UPDATE SET updated_at = now()",
                 (state.conversation_id,))
-            connection.execute("SELECT 1 FROM pmc_rag_conversations WHERE id = %s FOR UPDATE",
-                               (state.conversation_id,))
             turn = connection.execute(
                 "SELECT coalesce(max(turn), 0) + 1 FROM pmc_rag_turns WHERE conversation_id = %s",
                 (state.conversation_id,)).fetchone()[0]
