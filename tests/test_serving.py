@@ -141,24 +141,26 @@ def test_a_five_turn_conversation_keeps_its_citation_numbers(client):
     questions = [QUESTION, "What about its side effects?", "How long was progression-free survival?",
                  "Did they test for EGFR mutations in tissue?", "Were there any treatment-related deaths?"]
     numbers: dict[str, int] = {}
+    standalone = []
     conversation_id = None
     for question in questions:
         body = {"question": question, **({"conversation_id": conversation_id} if conversation_id else {})}
         answer = client.post("/rag/run", json=body).json()["result"]
         conversation_id = answer["conversation_id"]
+        standalone.append(answer["standalone_query"])
         for reference in answer["references"]:
             assert numbers.setdefault(reference["source_id"], reference["number"]) == reference["number"]
         assert sorted(numbers.values()) == list(range(1, len(numbers) + 1))
     assert numbers.get("PMC4816447") == 1
-    assert "(follow-up to: " + QUESTION in answer["standalone_query"] or "deaths" in answer["standalone_query"]
+    assert standalone[1] == f"What about its side effects? (follow-up to: {QUESTION})"
+    assert standalone[4] == questions[4]  # a question that stands on its own is left as it is
 
 
 def test_repeated_questions_come_from_the_cache_until_the_corpus_changes(client, pg_conn_str):
     question = "Does erlotinib cause skin rash in EGFR-mutant lung cancer?"
     first = client.post("/rag/run", json={"question": question}).json()["result"]
-    started = time.perf_counter()
     second = client.post("/rag/run", json={"question": question}).json()["result"]
-    assert not first["cached"] and second["cached"] and (time.perf_counter() - started) < 5
+    assert not first["cached"] and second["cached"]
     assert second["answer"] == first["answer"]
     with psycopg.connect(pg_conn_str) as connection:  # any write to the chunk table changes the corpus
         connection.execute(f"UPDATE {TABLE} SET content = content WHERE id = (SELECT min(id) FROM {TABLE})")
