@@ -180,7 +180,9 @@ def _setup(args: argparse.Namespace) -> int:
         if report.interrupted or report.articles == 0:
             return EXIT_FAILED
     print(
-        "\nReady. Next:\n"
+        "\nReady. Next (with .venv/bin on your PATH):\n"
+        "  pmc-rag ask \"QUESTION\"         a cited answer\n"
+        "  pmc-rag serve                  REST and OpenAI-compatible chat on http://127.0.0.1:1416\n"
         "  pmc-rag status                 what is indexed\n"
         "  pmc-rag ingest PATH...         add your own PMC/JATS, PubMed XML or PubMedQA JSONL files\n"
         "  scripts/test.sh                run the test suite"
