@@ -108,5 +108,5 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
     again = pmc_rag("setup", "--pipeline", str(yaml_path), env=env)
     assert again.returncode == 0, again.stderr
     assert "Index already holds 2 chunks: nothing to ingest." in again.stdout
-    assert "Ready. Next:" in again.stdout
+    assert "Ready. Next" in again.stdout
     make_store(table_name).delete_table()
