@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.dataclasses import ChatMessage
 
 from components.citations import best_sentence, canonical_id, content_words
 from components.section_chunker import split_sentences
@@ -73,6 +74,7 @@ class CitedAnswerBuilder:
         raw_answer: str = "",
         excerpts_dropped: int = 0,
         generator_meta: dict[str, Any] | None = None,
+        replies: list[ChatMessage] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -81,7 +83,10 @@ class CitedAnswerBuilder:
         :param invalid_citations: From `CitationVerifier`.
         :param raw_answer: The model's reply as written.
         :param excerpts_dropped: Excerpts left out of the prompt to fit the token budget.
-        :param generator_meta: The generator's `meta` (which model answered, token counts).
+        :param generator_meta: The generator's `meta`, if it has one (`FallbackChatGenerator`: which generators
+            failed before one answered).
+        :param replies: The generator's replies: the first one's `meta` names the model and its token usage
+            (every chat generator puts them there; not all of them have a `meta` output).
         :returns: `answer`: the answer object (see README, "The answer object").
         """
         claims = claims or []
@@ -121,7 +126,12 @@ class CitedAnswerBuilder:
                          f"{', '.join(invalid_citations)}.")
         if excerpts_dropped:
             notes.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
-        meta = generator_meta or {}
+        meta = {**(replies[0].meta if replies else {}), **(generator_meta or {})}
+        model = meta["model"] if "model" in meta else meta.get("successful_chat_generator_class")
+        failed = list(meta.get("failed_chat_generators", []))
+        if failed and model:
+            notes.append(f"Answered by the fallback model {model}: {', '.join(failed)} did not answer "
+                         "(not reachable, or it failed).")
         return {"answer": {
             "question": question,
             "answer": " ".join(s for s in sentences if s),
@@ -136,10 +146,11 @@ class CitedAnswerBuilder:
                 "extractive_fallback": extractive,
                 "context_truncated": excerpts_dropped > 0,
                 "citations_attached": any(c["attached"] for c in citations),
+                "fallback_generator": bool(failed and model),
             },
             "notes": notes,
-            "model": meta["model"] if "model" in meta else meta.get("successful_chat_generator_class"),
-            "failed_generators": list(meta.get("failed_chat_generators", [])),
+            "model": model,
+            "failed_generators": failed,
             "usage": meta.get("usage", {}),
         }}
 

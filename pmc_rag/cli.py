@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     setup = commands.add_parser("setup", help="prepare models and database; ingest the sample corpus if empty")
     setup.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
     setup.add_argument("--no-sample", action="store_true", help="do not ingest the bundled sample corpus")
+    setup.add_argument("--serve", action=argparse.BooleanOptionalAction, default=False,
+                       help="then serve hayhooks.yml's endpoints until Ctrl-C (scripts/setup.sh passes --serve)")
     setup.set_defaults(handler=_setup)
 
     ingest = commands.add_parser("ingest", help="ingest files, folders or globs")
@@ -187,6 +189,12 @@ def _setup(args: argparse.Namespace) -> int:
         "  pmc-rag ingest PATH...         add your own PMC/JATS, PubMed XML or PubMedQA JSONL files\n"
         "  scripts/test.sh                run the test suite"
     )
+    if args.serve:
+        from pmc_rag.serving.app import serve
+        from pmc_rag.serving.config import load_serve_config
+
+        print("\nStarting the server (scripts/setup.sh --no-serve sets up without serving)...", flush=True)
+        serve(load_serve_config())
     return 0
 
 

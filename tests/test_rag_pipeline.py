@@ -44,6 +44,7 @@ def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files):
 
     assert answer["model"] == "qwen2.5-0.5b-instruct"  # no Ollama here: the embedded model answered
     assert answer["failed_generators"] == ["OllamaChatGenerator"]
+    assert answer["flags"]["fallback_generator"] and "fallback model qwen2.5-0.5b-instruct" in answer["notes"][-1]
     assert "PMC4816447" in [ref["source_id"] for ref in answer["references"]]
     shown = {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
     assert {ref["source_id"] for ref in answer["references"]} <= shown  # valid by construction

