@@ -26,13 +26,12 @@ from components.article_writer import ArticleWriter
 from components.bm25_index import BM25Tables, drop_bm25_index
 from components.bm25_retriever import PgvectorBM25Retriever
 from components.section_chunker import SectionChunker
-from evaluation.questions import load_pubmedqa
+from evaluation.questions import load_questions
 from ingestion.sources import expand_paths, read_articles
 from ingestion.xml import IngestError
 from pmc_rag.database import ensure_database
-from pmc_rag.paths import PROJECT_ROOT, SAMPLE_CORPUS_DIR
+from pmc_rag.paths import DEV_QUESTIONS, SAMPLE_CORPUS_DIR
 
-DEV_QUESTIONS = PROJECT_ROOT / "evaluation/datasets/pubmedqa_dev_questions.json"
 _PLACEHOLDER = [0.0] * 383 + [1.0]
 
 
@@ -52,7 +51,7 @@ def run_benchmark(total_chunks: int = 100_000) -> int:
     sections = [d for f in files for a in read_articles(Path(f)) if not isinstance(a, IngestError)
                 for d in a.section_documents()]
     chunks = [replace(c, embedding=_PLACEHOLDER) for c in SectionChunker().run(documents=sections)["documents"]]
-    questions = load_pubmedqa(DEV_QUESTIONS)
+    questions = load_questions(DEV_QUESTIONS)
     suffix = uuid.uuid4().hex[:8]
     rows = []
     stores = []

@@ -65,39 +65,55 @@ class StageTimer(Tracer):
 _timer = StageTimer()
 
 
+def timed_run(pipeline: DeclaredPipeline, include: set[str] = frozenset(), *,
+              component_inputs: dict[str, dict[str, Any]] | None = None, **values: Any
+              ) -> tuple[dict[str, Any], dict[str, Any], dict[str, float]]:
+    """Run a declared pipeline; return its declared outputs, the raw outputs of the components named in `include`,
+    and the milliseconds each component took (`total`: the whole run)."""
+    if not isinstance(tracing.tracer.actual_tracer, StageTimer):
+        tracing.enable_tracing(_timer)
+    timings: dict[str, float] = {}
+    token = _current_timings.set(timings)
+    started = time.perf_counter()
+    try:
+        outputs, raw = pipeline.run_with_intermediate(set(include), component_inputs, **values)
+    finally:
+        _current_timings.reset(token)
+    timings = {name: round(ms, 1) for name, ms in timings.items()}
+    timings["total"] = round((time.perf_counter() - started) * 1000, 1)
+    return outputs, raw, timings
+
+
 def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str, Any] | None = None, *,
                     inputs: dict[str, Any] | None = None, streaming_callback: Callable | None = None,
-                    on_excerpts: Callable[[list[Document]], None] | None = None) -> dict[str, Any]:
+                    on_excerpts: Callable[[list[Document]], None] | None = None,
+                    include: set[str] = frozenset()) -> dict[str, Any]:
     """Run the pipeline on one question; return its answer object with `timings_ms` and `sources` added.
 
     :param inputs: Values for other declared inputs (`top_k`, `carried_chunk_ids`); None values are left out.
     :param streaming_callback: Given to the generator, which calls it with each token.
     :param on_excerpts: Called with the excerpts the model will see, before generation starts.
+    :param include: Components whose raw outputs to return too, under the answer's `intermediate` key.
     """
-    if not isinstance(tracing.tracer.actual_tracer, StageTimer):
-        tracing.enable_tracing(_timer)
-    timings: dict[str, float] = {}
-    token = _current_timings.set(timings)
+    stages = set(pipeline.pipeline.graph.nodes)
+    wanted = {name for name in (*RETRIEVERS, PROMPT_STAGE) if name in stages}
+    component_inputs = {}
+    if streaming_callback is not None:
+        sockets = pipeline.pipeline.inputs(include_components_with_connected_inputs=True)
+        component_inputs = {name: {"streaming_callback": streaming_callback}
+                            for name, names in sockets.items() if "streaming_callback" in names}
+    values = {name: value for name, value in (inputs or {}).items() if value is not None}
     observer_token = _excerpt_observer.set(on_excerpts)
-    started = time.perf_counter()
     try:
-        stages = set(pipeline.pipeline.graph.nodes)
-        include = {name for name in (*RETRIEVERS, PROMPT_STAGE) if name in stages}
-        component_inputs = {}
-        if streaming_callback is not None:
-            sockets = pipeline.pipeline.inputs(include_components_with_connected_inputs=True)
-            component_inputs = {name: {"streaming_callback": streaming_callback}
-                                for name, names in sockets.items() if "streaming_callback" in names}
-        values = {name: value for name, value in (inputs or {}).items() if value is not None}
-        outputs, raw = pipeline.run_with_intermediate(include, component_inputs, question=question, filters=filters,
-                                                      **values)
+        outputs, raw, timings = timed_run(pipeline, wanted | set(include), component_inputs=component_inputs,
+                                          question=question, filters=filters, **values)
     finally:
-        _current_timings.reset(token)
         _excerpt_observer.reset(observer_token)
     answer = dict(outputs["answer"])
-    answer["timings_ms"] = {name: round(ms, 1) for name, ms in timings.items()}
-    answer["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 1)
+    answer["timings_ms"] = timings
     answer["sources"] = _sources(raw)
+    if include:
+        answer["intermediate"] = {name: raw.get(name, {}) for name in include}
     return answer
 
 

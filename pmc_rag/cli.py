@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from pmc_rag.environment import configure_environment
 
@@ -75,6 +76,21 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="override server.host (other than 127.0.0.1 needs an API key)")
     serve.add_argument("--port", type=int, default=None, help="override server.port")
     serve.set_defaults(handler=_serve)
+
+    evaluate = commands.add_parser("eval", help="compare pipeline variants on a question set: retrieval, citations, "
+                                                "answers, speed")
+    evaluate.add_argument("--pipelines", nargs="+", metavar="YAML", default=None,
+                          help="pipeline names or files (default: every variant shipped in pipelines/)")
+    evaluate.add_argument("--questions", default=None, metavar="FILE",
+                          help="PubMedQA JSON or JSONL question file (default: the shipped 500 PubMedQA dev questions)")
+    evaluate.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    evaluate.add_argument("--retrieval-only", action="store_true", help="skip generation (answer pipelines rank only)")
+    evaluate.add_argument("--judge-model", default=None, metavar="OLLAMA_MODEL",
+                          help="score faithfulness with this Ollama model as judge (off by default; slow)")
+    evaluate.add_argument("--out", default=None, metavar="DIR",
+                          help="where results.json, chart.png and table.md go (default: .pmc-rag/eval/<time>/)")
+    evaluate.add_argument("--no-progress", action="store_true", help="no progress bars")
+    evaluate.set_defaults(handler=_eval)
 
     status = commands.add_parser("status", help="what is indexed, where, and which models are ready")
     status.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
@@ -196,6 +212,39 @@ def _setup(args: argparse.Namespace) -> int:
         print("\nStarting the server (scripts/setup.sh --no-serve sets up without serving)...", flush=True)
         serve(load_serve_config())
     return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import time
+
+    from evaluation.report import markdown, write_chart, write_json
+    from evaluation.runner import run_evaluation
+    from pmc_rag.database import ensure_database
+    from pmc_rag.paths import DEV_QUESTIONS, home
+
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit must be 1 or more")
+    print(f"Database: {ensure_database().description}", file=sys.stderr)
+    judge = None
+    if args.judge_model:
+        from evaluation.judge import FaithfulnessJudge
+
+        judge = FaithfulnessJudge(args.judge_model)
+    report = run_evaluation(args.pipelines, args.questions or DEV_QUESTIONS, limit=args.limit,
+                            retrieval_only=args.retrieval_only, judge=judge, progress=not args.no_progress)
+    out = Path(args.out) if args.out else home() / "eval" / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    table = markdown(report)
+    (out / "table.md").write_text(table + "\n", encoding="utf-8")
+    write_json(report, out / "results.json")
+    write_chart(report, out / "chart.png")
+    print(table)
+    print(f"\nRecords, versions and YAML hashes: {out / 'results.json'}; chart: {out / 'chart.png'}")
+    bugs = {name: entry["summary"]["citations"]["invalid"] for name, entry in report["variants"].items()
+            if entry.get("summary", {}).get("citations", {}).get("invalid")}
+    for name, invalid in bugs.items():
+        print(f"BUG: {name} displayed {invalid} citation(s) to papers outside the model's context", file=sys.stderr)
+    return EXIT_FAILED if bugs else 0
 
 
 def _status(args: argparse.Namespace) -> int:

