@@ -103,7 +103,7 @@ def load_variant(name_or_path: str | Path, retrieval_only: bool) -> Variant:
     try:
         path = resolve_pipeline_path(name_or_path)
     except PipelineError as error:
-        return Variant(str(name_or_path), Path(str(name_or_path)), "", [], error=str(error))
+        return Variant(Path(str(name_or_path)).stem, Path(str(name_or_path)), "", [], error=str(error))
     text = path.read_text(encoding="utf-8")
     variant = Variant(path.stem, path, hashlib.sha256(text.encode()).hexdigest(), _models(yaml.safe_load(text)))
     try:

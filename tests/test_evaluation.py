@@ -1,0 +1,228 @@
+"""Evaluation: every metric on small hand-computed cases, question files in both formats, and the runner end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from haystack import Document
+
+from evaluation.metrics import (
+    answer_chunk_scores,
+    citation_scores,
+    confusion_matrix,
+    paper_scores,
+    percentile,
+    predicted_verdict,
+    summarise,
+)
+from evaluation.questions import QuestionFileError, load_questions
+
+from conftest import CORPUS, pipeline_file_for
+
+
+def chunk(chunk_id: str, source_id: str) -> Document:
+    return Document(id=chunk_id, content=chunk_id, meta={"source_id": source_id})
+
+
+def test_paper_level_scores_count_each_paper_once_at_its_best_rank():
+    # Chunks of papers A, A, B, C, D: as papers, A B C D. Gold: C (paper rank 3) and E (not found).
+    ranked = [chunk("a1", "A"), chunk("a2", "A"), chunk("b1", "B"), chunk("c1", "C"), chunk("d1", "D")]
+    scores = paper_scores(ranked, ["C", "E"])
+    assert scores["paper_recall@1"] == 0 and scores["paper_recall@5"] == 0.5 and scores["paper_recall@10"] == 0.5
+    assert scores["paper_mrr"] == pytest.approx(1 / 3)  # paper rank 3, although it is the 4th chunk
+    # DCG = 1/log2(3+1) = 0.5; ideal DCG with two gold papers = 1/log2(2) + 1/log2(3) = 1.6309
+    assert scores["paper_ndcg@10"] == pytest.approx(0.5 / (1 + 1 / math.log2(3)))
+
+
+def test_paper_level_perfect_and_empty_rankings():
+    perfect = paper_scores([chunk("x1", "X"), chunk("y1", "Y")], ["X"])
+    assert perfect == {"paper_recall@1": 1.0, "paper_recall@5": 1.0, "paper_recall@10": 1.0, "paper_mrr": 1.0,
+                       "paper_ndcg@10": 1.0}
+    assert set(paper_scores([], ["X"]).values()) == {0.0}
+
+
+def test_answer_chunk_scores_use_chunk_ranks_and_any_answer_chunk_is_a_hit():
+    ranked = [chunk("a1", "A"), chunk("g1", "G"), chunk("g2", "G"), chunk("b1", "B")]
+    # The gold paper's conclusion is g2 (chunk rank 3); g1 is the same paper but not the answer.
+    scores = answer_chunk_scores(ranked, ["g2", "g9"])
+    assert scores["chunk_recall@1"] == 0 and scores["chunk_recall@5"] == 1.0  # one answer chunk is enough
+    assert scores["chunk_mrr"] == pytest.approx(1 / 3)
+    # DCG = 1/log2(4) = 0.5; ideal DCG for two answer chunks = 1 + 1/log2(3)
+    assert scores["chunk_ndcg@10"] == pytest.approx(0.5 / (1 + 1 / math.log2(3)))
+
+
+def test_rankings_are_cut_at_ten():
+    ranked = [chunk(f"c{i}", f"P{i}") for i in range(11)]
+    scores = paper_scores(ranked, ["P10"])  # the 11th paper
+    assert scores["paper_recall@10"] == 0 and scores["paper_mrr"] == 0 and scores["paper_ndcg@10"] == 0
+
+
+def test_citation_scores():
+    answer = {
+        "citations": [{"source_id": "PMC1", "support": 0.8}, {"source_id": "PMC2", "support": 0.4},
+                      {"source_id": "PMC9", "support": None}],
+        "references": [{"source_id": "PMC1"}, {"source_id": "PMC2"}, {"source_id": "PMC9"}],
+        "sources": [{"source_id": "PMC1", "in_prompt": True}, {"source_id": "PMC2", "in_prompt": True},
+                    {"source_id": "PMC9", "in_prompt": False}],
+        "flags": {"extractive_fallback": False},
+    }
+    scores = citation_scores(answer, ["PMC2"])
+    assert scores == {"citations": 3, "citations_valid": 2, "cites_gold": True, "support_mean": pytest.approx(0.6),
+                      "extractive_fallback": False}
+    assert not citation_scores(answer, ["PMC7"])["cites_gold"]
+
+
+def test_verdicts_and_confusion_matrix():
+    assert predicted_verdict("Yes, erlotinib works [1].") == "yes"
+    assert predicted_verdict("**No**. It does not [2].") == "no"
+    assert predicted_verdict("Maybe: the evidence is mixed.") == "maybe"
+    assert predicted_verdict("Yesterday's trial showed...") is None  # a word boundary, not a prefix
+    assert predicted_verdict("The excerpts do not answer it.") is None
+    matrix = confusion_matrix([("yes", "yes"), ("yes", None), ("no", "yes"), ("maybe", "no")])
+    assert matrix["yes"] == {"yes": 1, "no": 0, "maybe": 0, "none": 1}
+    assert matrix["no"]["yes"] == 1 and matrix["maybe"]["no"] == 1
+
+
+def test_percentiles_interpolate_between_ranks():
+    assert percentile([10, 20, 30, 40], 50) == 25
+    assert percentile([10, 20, 30, 40], 95) == pytest.approx(38.5)  # 30 + 0.85 * 10
+    assert percentile([7], 95) == 7 and percentile([], 50) is None
+
+
+def test_summary_sums_up_records():
+    def record(valid: int, shown: int, gold: bool, verdict: str, predicted: str | None, total: float) -> dict:
+        return {"retrieval": {"paper_mrr": 1.0 if gold else 0.0}, "timings_ms": {"total": total, "bm25": 10.0},
+                "gold_verdict": verdict, "predicted_verdict": predicted, "usage": {"prompt_tokens": 100,
+                                                                                   "completion_tokens": 20},
+                "citations": {"citations": shown, "citations_valid": valid, "cites_gold": gold,
+                              "support_mean": 0.5, "extractive_fallback": not gold}}
+
+    summary = summarise([record(2, 2, True, "yes", "yes", 1000), record(1, 2, False, "no", "yes", 3000),
+                         {"error": "boom"}])
+    assert summary["questions"] == 3 and summary["errors"] == 1
+    assert summary["retrieval"]["paper_mrr"] == 0.5
+    assert summary["citations"]["validity"] == 0.75 and summary["citations"]["invalid"] == 1
+    assert summary["citations"]["gold_cited_rate"] == 0.5 and summary["citations"]["extractive_fallback_rate"] == 0.5
+    assert summary["verdicts"]["accuracy"] == 0.5 and summary["verdicts"]["confusion"]["no"]["yes"] == 1
+    assert summary["timings_ms"]["total"] == {"p50": 2000, "p95": 2900}
+    assert summary["tokens"] == {"in_mean": 100, "out_mean": 20}
+
+
+def test_question_files_in_both_formats(tmp_path):
+    pubmedqa = tmp_path / "pubmedqa.json"
+    pubmedqa.write_text(json.dumps({"123": {"QUESTION": "Does X help?", "final_decision": "no", "LONG_ANSWER": "No."}}))
+    [question] = load_questions(pubmedqa)
+    assert question.gold_source_ids == ["PMID:123"] and question.gold_verdict == "no"
+    assert question.is_answer_section("Abstract: Conclusions") and not question.is_answer_section("Abstract: Results")
+
+    jsonl = tmp_path / "mine.jsonl"
+    jsonl.write_text('# my questions\n{"question": "Is Y safe?", "gold_source_ids": ["pmc42", 77], '
+                     '"gold_verdict": "Maybe", "answer_sections": ["Results"]}\n\n'
+                     '{"question": "Why Z?", "gold_source_ids": "doi:10.1/z"}\n')
+    first, second = load_questions(jsonl)
+    assert first.gold_source_ids == ["PMC42", "PMID:77"] and first.gold_verdict == "maybe"
+    assert first.answer_sections == ["results"] and first.id == "2"
+    assert second.gold_source_ids == ["doi:10.1/z"] and second.gold_verdict is None and not second.answer_sections
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"question": "Q?"}\n', "line 1: `gold_source_ids` must be a non-empty list"),
+    ('{"question": "", "gold_source_ids": ["PMC1"]}\n', "line 1: `question` must be a non-empty string"),
+    ('{"question": "Q?", "gold_source_ids": ["PMC1"]}\n{oops\n', "line 2: not valid JSON"),
+    ('{"question": "Q?", "gold_source_ids": ["PMC1"], "gold_verdict": "probably"}\n', "`gold_verdict` must be one"),
+    ('{"123": {"CONTEXTS": []}}', "entry '123' has no QUESTION"),
+    ("\n# nothing\n", "holds no questions"),
+])
+def test_bad_question_files_say_what_to_fix(tmp_path, text, message):
+    path = tmp_path / "questions.jsonl"
+    path.write_text(text)
+    with pytest.raises(QuestionFileError, match=message.replace("(", r"\(").replace("`", "`")):
+        load_questions(path)
+
+
+@pytest.fixture(scope="module")
+def eval_table(pg_conn_str, tmp_path_factory):
+    """Some sample PubMedQA abstracts (and one PMC article) in a table of their own."""
+    from haystack import Pipeline
+
+    from ingestion.runner import ingest
+    from pmc_rag.paths import DEV_QUESTIONS
+    from pmc_rag.pipelines import ALLOWED_MODULES
+
+    from conftest import indexing_yaml_for, make_store
+
+    table, folder = "eval_chunks", tmp_path_factory.mktemp("eval")
+    # The abstracts of the first five dev questions among 60 others (the whole 1,000 would take minutes).
+    gold = set(list(json.loads(DEV_QUESTIONS.read_text()))[:5])
+    lines = (CORPUS / "pubmedqa" / "corpus.jsonl").read_text().splitlines()
+    subset = [line for line in lines if json.loads(line)["pmid"] in gold] + lines[:60]
+    (folder / "abstracts.jsonl").write_text("\n".join(dict.fromkeys(subset)) + "\n")
+    make_store(table).delete_table()
+    ingest([str(folder / "abstracts.jsonl"), str(CORPUS / "pmc_oa" / "PMC4816447.xml")],
+           Pipeline.loads(indexing_yaml_for(table), allowed_modules=ALLOWED_MODULES), progress=False)
+    yield table, folder
+    make_store(table).delete_table()
+
+
+def test_runner_end_to_end_on_five_questions(eval_table, capsys):
+    """Every metric family on 5 shipped questions, a retrieval and two answering variants, plus a variant that
+    cannot start; then the report's markdown, JSON and PNG."""
+    from evaluation.report import markdown, write_chart, write_json
+    from evaluation.runner import run_evaluation
+    from pmc_rag.paths import DEV_QUESTIONS
+
+    table, folder = eval_table
+    variants = [pipeline_file_for(name, table, folder) for name in ("retrieve_bm25", "rag_extractive", "rag")]
+    report = run_evaluation([*variants, folder / "missing.yml"], DEV_QUESTIONS, limit=5, progress=False)
+
+    assert report["meta"]["questions"] == 5 and report["meta"]["seed"] == 0
+    assert report["meta"]["packages"]["haystack-ai"].startswith("3.")
+    bm25, extractive, rag = (report["variants"][name] for name in ("retrieve_bm25", "rag_extractive", "rag"))
+    assert len(bm25["yaml_sha256"]) == 64 and "qwen2.5-0.5b-instruct" in rag["models"]
+    assert "not found" in report["variants"]["missing"]["error"]
+    for entry in (bm25, extractive, rag):
+        summary = entry["summary"]
+        assert summary["questions"] == 5 and summary["errors"] == 0 and summary["gold_not_indexed"] == 0
+        assert summary["questions_with_answer_chunks"] == 5  # every gold abstract has a conclusion chunk
+        assert summary["retrieval"]["paper_recall@10"] >= 0.8  # these abstracts are easy to find (0.992 over 500)
+        assert summary["timings_ms"]["total"]["p95"] >= summary["timings_ms"]["total"]["p50"] > 0
+    assert bm25["kind"] == "retrieval" and "citations" not in bm25["summary"]
+    for entry in (extractive, rag):
+        citations = entry["summary"]["citations"]
+        assert citations["validity"] == 1.0 and citations["invalid"] == 0
+        assert entry["summary"]["verdicts"]["questions"] == 5
+    assert extractive["summary"]["citations"]["extractive_fallback_rate"] == 1.0
+    assert extractive["summary"]["verdicts"]["confusion"]["yes"]["none"] + \
+        extractive["summary"]["verdicts"]["confusion"]["no"]["none"] + \
+        extractive["summary"]["verdicts"]["confusion"]["maybe"]["none"] == 5  # quotations give no verdict
+    assert rag["summary"]["tokens"]["in_mean"] > 100 and "generator" in rag["summary"]["timings_ms"]
+    record = rag["records"][0]
+    assert record["gold_source_ids"] == ["PMID:10808977"] and len(record["ranked"]) == 10
+
+    table_md = markdown(report)
+    assert "| retrieve_bm25 | 0 |" in table_md and "| rag | 1.000 | 0 |" in table_md
+    assert "not run:" in table_md and "Verdicts of `rag`" in table_md
+    write_json(report, folder / "results.json")
+    write_chart(report, folder / "chart.png")
+    assert json.loads((folder / "results.json").read_text())["variants"]["rag"]["records"][0]["id"] == "10808977"
+    assert (folder / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_retrieval_only_runs_answering_pipelines_without_their_model(eval_table, tmp_path):
+    from evaluation.runner import load_variant, run_evaluation
+
+    table, folder = eval_table
+    questions = tmp_path / "unseen.jsonl"  # a question file the project has never seen, in the JSONL format
+    questions.write_text(json.dumps({"question": "Is first-line erlotinib effective in EGFR-mutant lung cancer?",
+                                     "gold_source_ids": ["PMC4816447"], "gold_verdict": "yes"}) + "\n")
+    report = run_evaluation([pipeline_file_for("rag", table, folder)], questions, retrieval_only=True,
+                            progress=False)
+    rag = report["variants"]["rag"]
+    assert rag["summary"]["retrieval"]["paper_recall@1"] == 1.0
+    assert "citations" not in rag["summary"] and "answer" not in rag["records"][0]
+    assert rag["summary"]["questions_with_answer_chunks"] == 0  # no answer_sections given
+    generator = load_variant(pipeline_file_for("rag", table, folder), retrieval_only=True).pipeline.pipeline \
+        .get_component("generator")
+    assert type(generator).__name__ == "EmptyReplyGenerator"  # the model was never asked
