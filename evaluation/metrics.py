@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -134,6 +135,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "support_mean": mean(r["citations"]["support_mean"] for r in answered),
             "extractive_fallback_rate": mean(float(r["citations"]["extractive_fallback"]) for r in answered),
         }
+        summary["answered_by"] = dict(Counter(r.get("model") or "no model" for r in answered).most_common())
         judged = [r for r in answered if r.get("gold_verdict")]
         if judged:
             pairs = [(r["gold_verdict"], r["predicted_verdict"]) for r in judged]

@@ -47,7 +47,8 @@ def markdown(report: dict[str, Any]) -> str:
 
     answering = {n: e for n, e in variants.items() if "citations" in e.get("summary", {})}
     if answering:
-        header = ["variant", "citation validity", "invalid", "gold cited", "support", "extractive", "verdict acc."]
+        header = ["variant", "answered by", "citation validity", "invalid", "gold cited", "support", "extractive",
+                  "verdict acc."]
         if any("faithfulness" in e["summary"] for e in answering.values()):
             header.append("faithfulness")
         rows = []
@@ -55,7 +56,8 @@ def markdown(report: dict[str, Any]) -> str:
             summary = entry["summary"]
             citations, verdicts = summary["citations"], summary.get("verdicts", {})
             validity = citations["validity"]
-            row = [name, _figure(validity) + (" **BUG**" if validity is not None and validity < 1 else ""),
+            bug = " **BUG**" if validity is not None and validity < 1 else ""
+            row = [name, ", ".join(summary.get("answered_by", {})), _figure(validity) + bug,
                    str(citations["invalid"]), _figure(citations["gold_cited_rate"]),
                    _figure(citations["support_mean"], 2), _figure(citations["extractive_fallback_rate"]),
                    _figure(verdicts.get("accuracy"))]

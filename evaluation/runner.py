@@ -163,7 +163,8 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
             record["timings_ms"] = answer["timings_ms"]
             if not retrieval_only:
                 record.update(
-                    answer=answer["answer"], model=answer.get("model"), usage=answer.get("usage", {}),
+                    answer=answer["answer"], model=answer.get("model"),
+                    failed_generators=answer.get("failed_generators", []), usage=answer.get("usage", {}),
                     flags=answer.get("flags", {}), references=[r["source_id"] for r in answer.get("references", [])],
                     predicted_verdict=predicted_verdict(answer["answer"]),
                     citations=citation_scores(answer, question.gold_source_ids))

@@ -215,6 +215,7 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    import logging
     import time
 
     from evaluation.report import markdown, write_chart, write_json
@@ -225,6 +226,9 @@ def _eval(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be 1 or more")
     print(f"Database: {ensure_database().description}", file=sys.stderr)
+    # One warning per question that Ollama is unreachable would bury the progress bars; each record names the
+    # model that answered and those that failed.
+    logging.getLogger("haystack.components.generators.chat.fallback").setLevel(logging.ERROR)
     judge = None
     if args.judge_model:
         from evaluation.judge import FaithfulnessJudge

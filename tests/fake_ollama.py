@@ -3,8 +3,9 @@
 It speaks just enough of Ollama's HTTP API (`GET /api/tags`, `POST /api/chat`, streamed as NDJSON or not)
 for the real `ollama` client inside `OllamaChatGenerator` to talk to it over real HTTP. It does not generate:
 it answers with the first sentence of the first excerpt in the prompt, cited with that excerpt's label, so
-a test can tell its answers from the embedded model's. Every request body is kept in `requests`, so tests can
-check what the pipeline sent (model, options such as `num_ctx`).
+a test can tell its answers from the embedded model's; in JSON mode (an LLM judge) it answers `json_reply`.
+Every request body is kept in `requests`, so tests can check what the pipeline sent (model, options such as
+`num_ctx`).
 
 Usage:
 ```python
@@ -36,6 +37,8 @@ def fake_reply(prompt: str) -> str:
 class FakeOllama:
     def __init__(self, model: str = "llama3.1:8b"):
         self.model = model
+        # What a request in JSON mode (an LLM judge's) gets back: two statements, one supported.
+        self.json_reply = json.dumps({"statements": ["first claim", "second claim"], "statement_scores": [1, 0]})
         self.requests: list[dict[str, Any]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -85,7 +88,7 @@ class FakeOllama:
                     self._send(404, json.dumps({"error": f"model '{request.get('model')}' not found"}).encode())
                     return
                 prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
-                reply = fake_reply(prompt)
+                reply = fake_reply(prompt) if request.get("format") != "json" else fake.json_reply
                 final = {"model": fake.model, "created_at": "2026-01-01T00:00:00Z", "done": True,
                          "done_reason": "stop", "prompt_eval_count": len(prompt.split()),
                          "eval_count": len(reply.split())}

@@ -198,11 +198,14 @@ def test_runner_end_to_end_on_five_questions(eval_table, capsys):
         extractive["summary"]["verdicts"]["confusion"]["no"]["none"] + \
         extractive["summary"]["verdicts"]["confusion"]["maybe"]["none"] == 5  # quotations give no verdict
     assert rag["summary"]["tokens"]["in_mean"] > 100 and "generator" in rag["summary"]["timings_ms"]
+    assert rag["summary"]["answered_by"] == {"qwen2.5-0.5b-instruct": 5}  # no Ollama here
+    assert rag["records"][0]["failed_generators"] == ["OllamaChatGenerator"]
     record = rag["records"][0]
     assert record["gold_source_ids"] == ["PMID:10808977"] and len(record["ranked"]) == 10
 
     table_md = markdown(report)
-    assert "| retrieve_bm25 | 0 |" in table_md and "| rag | 1.000 | 0 |" in table_md
+    assert "| retrieve_bm25 | 0 |" in table_md and "| rag | qwen2.5-0.5b-instruct | 1.000 | 0 |" in table_md
+    assert "| rag_extractive | no model | 1.000 | 0 |" in table_md
     assert "not run:" in table_md and "Verdicts of `rag`" in table_md
     write_json(report, folder / "results.json")
     write_chart(report, folder / "chart.png")
@@ -226,3 +229,20 @@ def test_retrieval_only_runs_answering_pipelines_without_their_model(eval_table,
     generator = load_variant(pipeline_file_for("rag", table, folder), retrieval_only=True).pipeline.pipeline \
         .get_component("generator")
     assert type(generator).__name__ == "EmptyReplyGenerator"  # the model was never asked
+
+
+def test_llm_judge_scores_faithfulness_through_ollama():
+    """The judge's wiring, against the fake Ollama server (named as such: no Ollama here) over real HTTP."""
+    from fake_ollama import FakeOllama
+
+    from evaluation.judge import FaithfulnessJudge
+
+    with FakeOllama(model="judge-model") as ollama:
+        judge = FaithfulnessJudge("judge-model", url=ollama.url)
+        assert judge.score("Does X help?", "X helps [1]. It is safe [1].", ["X helped in a trial."]) == 0.5
+        request = ollama.requests[-1]
+        assert request["format"] == "json" and request["options"]["temperature"] == 0
+        assert "X helped in a trial." in request["messages"][-1]["content"]
+        assert judge.score("Does X help?", "  ", ["X helped."]) is None  # nothing to judge
+        ollama.json_reply = "not json"
+        assert judge.score("Does X help?", "X helps [1].", ["X helped."]) is None  # an unusable reply
