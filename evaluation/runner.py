@@ -4,9 +4,9 @@ Every variant gets the same questions in the same order, one at a time, with `to
 mean the same for all). What is ranked:
 
 - a retrieval pipeline (declared output `documents`): that list;
-- an answering pipeline (declared output `answer`): the chunks entering the prompt stage (`budget`), i.e. what
-  the ranking stage kept, before the token budget cuts them to what the model sees. Citation and answer
-  metrics come from the answer object.
+- an answering pipeline (declared output `answer`): its declared `ranked` output (the excerpts in rank order
+  before the token budget cuts them to what the model sees; in rag_context.yml, before neighbours are added),
+  else the chunks entering the prompt stage (`budget`). Citation and answer metrics come from the answer object.
 
 Usage:
 ```python
@@ -136,7 +136,11 @@ class GoldChunks:
 
 
 def _ranked_stage(pipeline: DeclaredPipeline) -> tuple[str, str] | None:
-    """The (component, output socket) that feeds the prompt stage's `documents`."""
+    """The (component, output socket) whose documents are scored: the declared `ranked` output, else what
+    feeds the prompt stage's `documents`."""
+    if "ranked" in pipeline.outputs:
+        component, _, socket = pipeline.outputs["ranked"].partition(".")
+        return component, socket
     graph = pipeline.pipeline.graph
     if PROMPT_STAGE not in graph.nodes:
         return None
