@@ -37,7 +37,7 @@ from tqdm import tqdm
 from evaluation.metrics import answer_chunk_scores, citation_scores, paper_scores, predicted_verdict, summarise
 from evaluation.questions import Question, load_questions
 from pmc_rag.answering import PROMPT_STAGE, answer_question, timed_run
-from pmc_rag.paths import PIPELINES_DIR
+from pmc_rag.paths import PIPELINES_DIR, PROJECT_ROOT
 from pmc_rag.pipelines import DeclaredPipeline, PipelineError, load_declared_pipeline, resolve_pipeline_path
 
 TOP_K = 10
@@ -193,6 +193,15 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
     return record
 
 
+def _shown(path: Path) -> str:
+    """A path as the report shows it: relative to the project when inside it, so results are comparable across
+    checkouts."""
+    try:
+        return str(path.resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _seed(seed: int) -> None:
     random.seed(seed)
     try:
@@ -226,7 +235,7 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
         "meta": {
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "command": " ".join(["pmc-rag", *sys.argv[1:]]) if sys.argv and "pmc-rag" in sys.argv[0] else None,
-            "questions_file": str(questions_path),
+            "questions_file": _shown(questions_path),
             "questions_sha256": hashlib.sha256(questions_path.read_bytes()).hexdigest(),
             "questions": len(questions), "limit": limit, "retrieval_only": retrieval_only, "top_k": TOP_K,
             "seed": SEED, "judge": getattr(judge, "model", None), "packages": _versions(),
@@ -237,7 +246,7 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
     gold = GoldChunks()
     for target in pipelines or shipped_variants():
         variant = load_variant(target, retrieval_only)
-        entry: dict[str, Any] = {"path": str(variant.path), "yaml_sha256": variant.yaml_sha256,
+        entry: dict[str, Any] = {"path": _shown(variant.path), "yaml_sha256": variant.yaml_sha256,
                                  "models": variant.models}
         if variant.error:
             entry["error"] = variant.error
