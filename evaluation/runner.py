@@ -38,7 +38,13 @@ from evaluation.metrics import answer_chunk_scores, citation_scores, paper_score
 from evaluation.questions import Question, load_questions
 from pmc_rag.answering import PROMPT_STAGE, answer_question, timed_run
 from pmc_rag.paths import PIPELINES_DIR, PROJECT_ROOT
-from pmc_rag.pipelines import DeclaredPipeline, PipelineError, load_declared_pipeline, resolve_pipeline_path
+from pmc_rag.pipelines import (
+    DeclaredPipeline,
+    PipelineError,
+    document_store_of,
+    load_declared_pipeline,
+    resolve_pipeline_path,
+)
 
 TOP_K = 10
 SEED = 0
@@ -124,8 +130,7 @@ class GoldChunks:
         self._cache: dict[tuple[str, tuple[str, ...]], list[Document]] = {}
 
     def chunks(self, pipeline: DeclaredPipeline, question: Question) -> list[Document]:
-        components = (pipeline.pipeline.get_component(name) for name in pipeline.pipeline.graph.nodes)
-        store = next((c.document_store for c in components if hasattr(c, "document_store")), None)
+        store = document_store_of(pipeline.pipeline)
         if store is None:
             return []
         key = (store.table_name, tuple(question.gold_source_ids))

@@ -284,11 +284,12 @@ def _bench_keyword(args: argparse.Namespace) -> int:
 
 def _writer_store(pipeline):
     """The document store of the pipeline's writer (the component that has one)."""
-    for name in pipeline.graph.nodes:
-        store = getattr(pipeline.get_component(name), "document_store", None)
-        if store is not None:
-            return store
-    raise ValueError("the indexing pipeline has no component with a document_store")
+    from pmc_rag.pipelines import document_store_of
+
+    store = document_store_of(pipeline)
+    if store is None:
+        raise ValueError("the indexing pipeline has no component with a document_store")
+    return store
 
 
 if __name__ == "__main__":

@@ -35,6 +35,15 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
     return _load(path, path.read_text(encoding="utf-8"))
 
 
+def document_store_of(pipeline: Pipeline) -> Any | None:
+    """The document store of the first component that has one (a writer, a retriever), or None."""
+    for name in pipeline.graph.nodes:
+        store = getattr(pipeline.get_component(name), "document_store", None)
+        if store is not None:
+            return store
+    return None
+
+
 def _load(path: Path, text: str) -> Pipeline:
     try:
         return Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
