@@ -15,6 +15,7 @@ from typing import Any
 from haystack import Document, tracing
 from haystack.tracing import Span, Tracer
 
+from pmc_rag.local_llm.supervisor import LocalModelError, local_model_server
 from pmc_rag.pipelines import DeclaredPipeline
 
 # The stages whose documents are reported as sources, when the pipeline has them.
@@ -103,6 +104,8 @@ def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str
         component_inputs = {name: {"streaming_callback": streaming_callback}
                             for name, names in sockets.items() if "streaming_callback" in names}
     values = {name: value for name, value in (inputs or {}).items() if value is not None}
+    asked_at = time.time()
+    _start_local_model(pipeline)
     observer_token = _excerpt_observer.set(on_excerpts)
     try:
         outputs, raw, timings = timed_run(pipeline, wanted | set(include), component_inputs=component_inputs,
@@ -110,11 +113,35 @@ def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str
     finally:
         _excerpt_observer.reset(observer_token)
     answer = dict(outputs["answer"])
+    _note_local_model_trouble(pipeline, answer, asked_at)
     answer["timings_ms"] = timings
     answer["sources"] = _sources(raw)
     if include:
         answer["intermediate"] = {name: raw.get(name, {}) for name in include}
     return answer
+
+
+def _start_local_model(pipeline: DeclaredPipeline) -> None:
+    """Start the pipeline's local model server if it is not running (on demand; under `pmc-rag serve` its watcher
+    does this). One that cannot start is not an error here: the generator fails over, and the note says why."""
+    if pipeline.local_model is None:
+        return
+    server = local_model_server(pipeline.local_model)
+    if not server.watching and server.may_try_start():
+        with contextlib.suppress(LocalModelError):
+            server.ensure_running()
+
+
+def _note_local_model_trouble(pipeline: DeclaredPipeline, answer: dict[str, Any], asked_at: float) -> None:
+    """When the pipeline's local model server did not answer because it crashed, hung or could not start, say so
+    (cause and fix) in the answer's notes and set the `local_model_failed` flag."""
+    spec = pipeline.local_model
+    if spec is None or answer.get("model") == spec.model:
+        return
+    trouble = local_model_server(spec).trouble_since(asked_at)
+    if trouble:
+        answer["notes"] = [*answer.get("notes", []), trouble]
+        answer["flags"] = {**answer.get("flags", {}), "local_model_failed": True}
 
 
 def _sources(raw: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,8 +4,10 @@
     pmc-rag ingest PATH...        ingest PMC/JATS, PubMed XML or PubMedQA JSONL files, folders or globs
     pmc-rag ask "QUESTION"        a short answer with numbered citations, and its references
     pmc-rag status                what is indexed, where, and which models are ready
+    pmc-rag model start|stop|status   the local model server that runs the embedded LLM
     pmc-rag bench ingest          chunks/s of parsing, embedding and writing, against plain Haystack
     pmc-rag bench keyword         BM25 latency (p50/p95) and hits at the corpus's size and at 100k chunks
+    pmc-rag bench llm             embedded model: portable settings' cost, in process vs. the model server
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     from haystack.document_stores.errors import DocumentStoreError
 
     from pmc_rag.database import DatabaseError
+    from pmc_rag.local_llm.supervisor import LocalModelError
     from pmc_rag.models import ModelError
     from pmc_rag.pipelines import PipelineError
 
     try:
         return args.handler(args)
-    except (DatabaseError, ModelError, PipelineError, DocumentStoreError, PipelineRuntimeError, psycopg.Error,
+    except (DatabaseError, ModelError, LocalModelError, PipelineError, DocumentStoreError, PipelineRuntimeError, psycopg.Error,
             ValueError, OSError) as error:
         # Whatever was committed before the error stays stored; the message says what went wrong.
         print(f"pmc-rag: error: {error}", file=sys.stderr)
@@ -94,7 +97,15 @@ def _parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="what is indexed, where, and which models are ready")
     status.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
+    status.add_argument("--answer-pipeline", default="rag",
+                        help="answering pipeline whose local model server to report (default: %(default)s)")
     status.set_defaults(handler=_status)
+
+    model = commands.add_parser("model", help="the local model server: start, stop or show it")
+    model.add_argument("action", choices=["start", "stop", "status"])
+    model.add_argument("--pipeline", default="rag", help="the answering pipeline that declares it (default: "
+                                                          "%(default)s)")
+    model.set_defaults(handler=_model)
 
     bench = commands.add_parser("bench", help="benchmarks that print figures")
     bench_commands = bench.add_subparsers(title="benchmarks", metavar="BENCHMARK")
@@ -107,6 +118,12 @@ def _parser() -> argparse.ArgumentParser:
     bench_keyword.add_argument("--chunks", type=int, default=100_000, help="size of the large table (default: "
                                "%(default)s)")
     bench_keyword.set_defaults(handler=_bench_keyword)
+    bench_llm = bench_commands.add_parser("llm", help="embedded model: tokens/s with repacking on and off, and time "
+                                                      "to first token in process and through the model server")
+    bench_llm.add_argument("--runs", type=int, default=3, help="timed runs per path (default: %(default)s)")
+    bench_llm.add_argument("--question", default=None, help="the question whose prompt is timed (default: the "
+                                                            "README's)")
+    bench_llm.set_defaults(handler=_bench_llm)
     return parser
 
 
@@ -135,13 +152,26 @@ def _ask(args: argparse.Namespace) -> int:
     from pmc_rag.database import ensure_database
     from pmc_rag.pipelines import load_declared_pipeline
 
-    question = " ".join(args.question.split())
-    if not question:
-        raise ValueError("the question is empty")
+    from pmc_rag.serving.config import load_serve_config
+    from pmc_rag.serving.guards import InputError, clean_question, fixed_reply, redact_personal_data
+
+    # The checks the server makes (length, control characters, personal data, emergencies, greetings).
+    try:
+        question, redacted = redact_personal_data(
+            clean_question(" ".join(args.question.split()), load_serve_config().max_question_chars))
+    except InputError as error:
+        raise ValueError(error.detail) from None
+    fixed = fixed_reply(question)
+    if fixed:
+        answer = {"kind": fixed[0], "question": question, "answer": fixed[1], "redacted": redacted,
+                  "references": [], "notes": []}
+        print(json.dumps(answer, indent=2, ensure_ascii=False) if args.json else fixed[1])
+        return 0
     ensure_database()
     pipeline = load_declared_pipeline(args.pipeline)
     pipeline.warm_up()
     answer = answer_question(pipeline, question)
+    answer.update(kind="answer", question=question, redacted=redacted)
     print(json.dumps(answer, indent=2, ensure_ascii=False, default=str) if args.json else format_answer(answer))
     return 0
 
@@ -184,6 +214,7 @@ def _setup(args: argparse.Namespace) -> int:
 
     print(f"Embedding model ready: {seed_embedding_model()}")
     print(f"Embedded LLM ready ({EMBEDDED_LLMS[DEFAULT_LLM].description}): checksum verified, {assemble_llm()}")
+    _check_local_model()
     print(f"Database: {ensure_database().description}")
     pipeline = load_pipeline(args.pipeline)
     chunks = _writer_store(pipeline).count_documents()
@@ -261,12 +292,72 @@ def _status(args: argparse.Namespace) -> int:
     print(f"Embedding model {EMBEDDING_MODEL}: {f'in the local cache, {cached}' if cached else missing}")
     llm = EMBEDDED_LLMS[DEFAULT_LLM]
     print(f"Embedded LLM: {f'{llm.path} (checksum verified)' if is_verified(llm) else missing}")
+    for line in _local_model_lines(args.answer_pipeline):
+        print(line)
     print(f"Database: {ensure_database().description}")
     store = _writer_store(load_pipeline(args.pipeline))
     store.count_documents()  # creates the table if missing, so the query below can run
     print(f"Table: {store.schema_name}.{store.table_name} ({store.embedding_dimension}-d embeddings)")
     rows = store.count_unique_metadata_by_filter(filters={}, metadata_fields=["source_id"])
     print(f"Chunks: {store.count_documents()}  Articles: {rows.get('source_id', 0)}")
+    return 0
+
+
+def _check_local_model(pipeline_name: str = "rag") -> None:
+    """Start the answering pipeline's local model server and have it write a few tokens: a model that crashes on
+    this CPU shows here, with the fix, rather than at the first question. Not fatal: answers then quote passages."""
+    from pmc_rag.local_llm.supervisor import LocalModelError, local_model_server
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    spec = load_declared_pipeline(pipeline_name).local_model
+    if spec is None:
+        return
+    server = local_model_server(spec)
+    try:
+        server.ensure_running()
+        seconds, tokens_per_s = server.smoke_test()
+    except LocalModelError as error:
+        print(f"WARNING: {error}", file=sys.stderr)
+        return
+    print(f"Local model server ({spec.model}) at {spec.url}: answered a test prompt in {seconds:.1f} s "
+          f"({tokens_per_s:.0f} tokens/s); log {server.log_path}")
+
+
+def _local_model_lines(pipeline_name: str) -> list[str]:
+    """`pmc-rag status`'s lines about the pipeline's local model server."""
+    from pmc_rag.local_llm.supervisor import local_model_server
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    spec = load_declared_pipeline(pipeline_name).local_model
+    if spec is None:
+        return [f"Local model server: none declared in {pipeline_name}"]
+    report = local_model_server(spec).status()
+    lines = [f"Local model server ({spec.model}) at {spec.url}: {report['state']}"
+             + (f", pid {report['pid']}" if report.get("pid") else "")]
+    if report.get("problem"):
+        lines.append(f"  {report['problem']}")
+    if report.get("llama_cpp"):
+        lines.append(f"  llama.cpp: {report['llama_cpp']}")
+    lines.append(f"  log: {report['log']}")
+    return lines
+
+
+def _model(args: argparse.Namespace) -> int:
+    from pmc_rag.local_llm.supervisor import local_model_server
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    pipeline = load_declared_pipeline(args.pipeline)
+    if pipeline.local_model is None:
+        raise ValueError(f"{pipeline.path} declares no `local_model:`")
+    server = local_model_server(pipeline.local_model)
+    if args.action == "start":
+        report = server.ensure_running()
+        print(f"Local model server ({pipeline.local_model.model}) running at {pipeline.local_model.url}, "
+              f"pid {report.get('pid')}; it exits after {pipeline.local_model.idle_minutes:g} min unused")
+    elif args.action == "stop":
+        print("Stopped." if server.stop() else f"No local model server was running at {pipeline.local_model.url}.")
+    else:
+        print("\n".join(_local_model_lines(args.pipeline)))
     return 0
 
 
@@ -280,6 +371,12 @@ def _bench_keyword(args: argparse.Namespace) -> int:
     from evaluation.bench_keyword import run_benchmark
 
     return run_benchmark(total_chunks=args.chunks)
+
+
+def _bench_llm(args: argparse.Namespace) -> int:
+    from evaluation.bench_llm import README_QUESTION, run_benchmark
+
+    return run_benchmark(runs=args.runs, question=args.question or README_QUESTION)
 
 
 def _writer_store(pipeline):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import yaml
 from haystack import Pipeline
 
 from pmc_rag.environment import ALLOWED_MODULES
+from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server
+from pmc_rag.local_llm.supervisor import api_key as local_llm_api_key
 from pmc_rag.paths import PIPELINES_DIR
 
 
@@ -60,15 +63,28 @@ class DeclaredPipeline:
           filters: [semantic.filters, bm25.filters]
         outputs:
           documents: ranker.documents
+        local_model:            # optional: pmc-rag starts this model server before the pipeline runs
+          model: qwen2.5-0.5b-instruct
+          url: http://127.0.0.1:1417/v1
     """
 
     path: Path
     pipeline: Pipeline
     inputs: dict[str, list[str]]
     outputs: dict[str, str]
+    local_model: LocalModelSpec | None = field(default=None)
 
     def warm_up(self) -> None:
-        """Load every component's models now; a model that cannot be loaded stops here, naming its YAML key."""
+        """Load every component's models now; a model that cannot be loaded stops here, naming its YAML key.
+
+        A declared local model server is started (or reused). One that cannot start does not stop the
+        pipeline: its generator fails over to the next, and the answers' notes say why.
+        """
+        if self.local_model is not None:
+            try:
+                local_model_server(self.local_model).ensure_running()
+            except LocalModelError as error:
+                logging.getLogger("pmc_rag").warning("%s", error)
         for name in self.pipeline.graph.nodes:
             component = self.pipeline.get_component(name)
             if not hasattr(component, "warm_up"):
@@ -127,6 +143,13 @@ def load_declared_pipeline(name_or_path: str | Path,
     if edit is not None:
         edit(spec)
         text = yaml.safe_dump(spec, sort_keys=False)
+    local_model = None
+    if spec.get("local_model"):
+        try:
+            local_model = LocalModelSpec.from_yaml(spec["local_model"], str(path))
+        except ValueError as error:
+            raise PipelineError(str(error)) from None
+        local_llm_api_key()  # exported before the generator that sends it is built
     pipeline = _load(path, text)
     inputs = {name: [targets] if isinstance(targets, str) else list(targets)
               for name, targets in (spec.get("inputs") or {}).items()}
@@ -139,4 +162,4 @@ def load_declared_pipeline(name_or_path: str | Path,
             component, _, socket = target.partition(".")
             if socket not in sockets.get(component, {}):
                 raise PipelineError(f"{path}: input `{name}` names {target}, which is not an input of the pipeline")
-    return DeclaredPipeline(path, pipeline, inputs, outputs)
+    return DeclaredPipeline(path, pipeline, inputs, outputs, local_model)

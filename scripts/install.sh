@@ -19,8 +19,46 @@ pick_python() {
   return 1
 }
 
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
-if [ -x "$VENV/bin/pmc-rag" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+REBUILD_LLAMA=0
+for arg in "$@"; do
+  case "$arg" in
+    --rebuild-llama) REBUILD_LLAMA=1 ;;
+    *) echo "usage: scripts/install.sh [--rebuild-llama]" >&2; exit 2 ;;
+  esac
+done
+
+# llama.cpp is compiled for a CPU *class*, never for this CPU alone: a build tuned to the machine it was
+# compiled on (llama-cpp-python's default) crashed on Xeons with AMX, and would not run at all on an older CPU.
+#   x86-64-v3  AVX2, FMA, F16C, BMI2 (Intel since 2013, AMD since 2015); no AVX-512, no AMX kernels
+#   baseline   SSE2 only: any x86-64 CPU (slower)
+#   native     everything this CPU has (fastest here; the wheel may crash or not load on another machine)
+# PMC_RAG_LLAMA_CPU picks one; by default x86-64-v3 where the CPU has AVX2, else baseline.
+LLAMA_VERSION=$(sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
+llama_target() {
+  local wanted=${PMC_RAG_LLAMA_CPU:-auto}
+  if [ "$wanted" = auto ]; then
+    if [ "$(uname -m)" != x86_64 ]; then wanted=native
+    elif grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
+      wanted=x86-64-v3
+    else wanted=baseline; fi
+  fi
+  echo "$wanted"
+}
+LLAMA_TARGET=$(llama_target)
+# With GGML_NATIVE off, ggml compiles only the instruction sets named (AVX-512 and AMX stay off).
+case "$LLAMA_TARGET" in
+  x86-64-v3) LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" ;;
+  baseline)  LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_SSE42=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_BMI2=OFF" ;;
+  native)    LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON" ;;
+  *) echo "PMC_RAG_LLAMA_CPU must be x86-64-v3, baseline or native, not '$LLAMA_TARGET'" >&2; exit 2 ;;
+esac
+LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS ${PMC_RAG_LLAMA_CMAKE_ARGS:-}"   # extra flags of your own, e.g. for a GPU
+WHEELS=${PMC_RAG_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmc-rag/wheels}
+LLAMA_WHEELS="$WHEELS/llama-cpp-python-$LLAMA_VERSION-$LLAMA_TARGET-$(echo "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-8)"
+LLAMA_STAMP=$VENV/.pmc-rag-llama
+
+want=$( (cat pyproject.toml; echo "$LLAMA_WHEELS") | sha256sum | cut -d' ' -f1)
+if [ "$REBUILD_LLAMA" = 0 ] && [ -x "$VENV/bin/pmc-rag" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   exit 0
 fi
 
@@ -41,8 +79,23 @@ if ! "$VENV/bin/python" -c 'import sys, torch; sys.exit(torch.__version__.split(
   fi
 fi
 
-# llama-cpp-python has no binary wheel on PyPI: the first install compiles it (about 4 minutes on 2 cores);
-# pip caches the built wheel, so later installs take seconds.
+# llama-cpp-python has no binary wheel on PyPI: it is compiled once per CPU class (about 4 minutes on 2 cores)
+# into a wheel folder named after the target and flags, never taken from pip's cache (which keys a build by
+# version alone, so it would hand back a build made for another CPU).
+if [ "$REBUILD_LLAMA" = 1 ]; then rm -rf "$LLAMA_WHEELS"; fi
+if ! ls "$LLAMA_WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+  echo "==> Compiling llama-cpp-python $LLAMA_VERSION for CPU target $LLAMA_TARGET (once; several minutes)"
+  mkdir -p "$LLAMA_WHEELS"
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${pip[@]}" wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
+    "llama-cpp-python==$LLAMA_VERSION" -w "$LLAMA_WHEELS.partial" && mv "$LLAMA_WHEELS.partial"/*.whl "$LLAMA_WHEELS"/
+  rm -rf "$LLAMA_WHEELS.partial"
+fi
+if [ "$(cat "$LLAMA_STAMP" 2>/dev/null)" != "$LLAMA_WHEELS" ]; then
+  echo "==> Installing llama-cpp-python $LLAMA_VERSION ($LLAMA_TARGET)"
+  "${pip[@]}" install --quiet --no-deps --force-reinstall "$LLAMA_WHEELS"/llama_cpp_python-*.whl
+  echo "$LLAMA_WHEELS" > "$LLAMA_STAMP"
+fi
+
 echo "==> Installing pmc-rag and its dependencies (the first time takes several minutes)"
 "${pip[@]}" install --quiet --editable '.[test]'
 echo "$want" > "$STAMP"

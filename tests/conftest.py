@@ -7,6 +7,7 @@ PMC_RAG_TEST_PG_CONN_STR. Tests never touch the user's data in .pmc-rag/.
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 import warnings
 from pathlib import Path
@@ -105,9 +106,32 @@ def indexing_pipeline(store: PgvectorDocumentStore) -> Pipeline:
     return Pipeline.loads(indexing_yaml_for(store.table_name), allowed_modules=ALLOWED_MODULES)
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# The tests' local model server listens here, never on the 1417 of a server the user may be running.
+TEST_LLM_URL = f"http://127.0.0.1:{_free_port()}/v1"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def local_model_servers_stopped_at_the_end():
+    """Stop the model servers the tests started, in this process or in `pmc-rag` subprocesses."""
+    yield
+    from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server, started_servers
+
+    for server in started_servers():
+        server.stop_watching()
+        server.stop()
+    local_model_server(LocalModelSpec(model="qwen2.5-0.5b-instruct", url=TEST_LLM_URL)).stop()
+
+
 def pipeline_file_for(name: str, table_name: str, folder: Path) -> Path:
-    """A copy of pipelines/<name>.yml pointed at a test table (and its indexes)."""
+    """A copy of pipelines/<name>.yml pointed at a test table (and its indexes) and the tests' model server."""
     text = (PROJECT_ROOT / "pipelines" / f"{name}.yml").read_text().replace("pmc_chunks", table_name)
+    text = text.replace("http://127.0.0.1:1417/v1", TEST_LLM_URL)
     path = folder / f"{name}.yml"
     path.write_text(text)
     return path

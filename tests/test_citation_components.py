@@ -12,11 +12,9 @@ from haystack.dataclasses import ChatMessage
 from components.citation_verifier import CitationVerifier
 from components.citations import strip_reference_list
 from components.cited_answer_builder import CitedAnswerBuilder
-from components.embedded_chat_generator import EmbeddedChatGenerator
 from components.empty_reply_generator import EmptyReplyGenerator
 from components.excerpt_budget import ExcerptBudget
 from components.section_chunker import SectionChunker
-from pmc_rag.models import ModelError
 
 EXCERPTS = [
     Document(id="c1", content="Erlotinib prolonged progression-free survival in patients with EGFR-mutant lung "
@@ -197,9 +195,11 @@ def test_rag_yml_prompts_fit_the_embedded_context_even_with_the_densest_excerpts
 
     from conftest import CORPUS, PROJECT_ROOT
 
-    rag = load_pipeline(PROJECT_ROOT / "pipelines/rag.yml")
+    declared = load_declared_pipeline(PROJECT_ROOT / "pipelines/rag.yml")
+    rag = declared.pipeline
     budget, prompt_builder = rag.get_component("budget"), rag.get_component("prompt_builder")
     embedded = rag.get_component("generator").chat_generators[1]
+    assert embedded.api_base_url == declared.local_model.url  # the generator that talks to the local model
     tokenizer = Llama(model_path=str(assemble_llm()), vocab_only=True, verbose=False)
 
     def tokens(text: str) -> int:
@@ -214,12 +214,10 @@ def test_rag_yml_prompts_fit_the_embedded_context_even_with_the_densest_excerpts
     messages = prompt_builder.run(question=question, documents=kept)["prompt"]
     prompt_tokens = sum(tokens(m.text) + 8 for m in messages)  # 8: the chat template's markers per message
     answer_tokens = embedded.generation_kwargs["max_tokens"]
-    assert prompt_tokens + answer_tokens <= embedded.n_ctx, (prompt_tokens, answer_tokens)
+    assert prompt_tokens + answer_tokens <= declared.local_model.n_ctx, (prompt_tokens, answer_tokens)
 
 
-def test_generator_wrappers():
-    with pytest.raises(ModelError, match="must be one of"):
-        EmbeddedChatGenerator(model="no-such-model")
+def test_empty_reply_generator():
     assert EmptyReplyGenerator().run(messages=[])["replies"][0].text == ""
 
 
@@ -227,7 +225,6 @@ def test_generator_wrappers():
     CitationVerifier(attribution_threshold=0.4, source_id_field="sid"),
     CitedAnswerBuilder(min_support=0.2, extractive_sentences=2),
     ExcerptBudget(max_tokens=900, max_excerpts=3, chars_per_token=2.5, tokens_per_excerpt_label=30),
-    EmbeddedChatGenerator(n_ctx=2048, generation_kwargs={"max_tokens": 10}),
     EmptyReplyGenerator(),
 ], ids=lambda c: type(c).__name__)
 def test_serialization_round_trip(component):

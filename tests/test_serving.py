@@ -341,7 +341,7 @@ def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, m
             assert "fallback model" in chat.json()["choices"][0]["message"]["content"]
 
             timed_out = client.post("/hurried/run", json={"question": QUESTION}).json()["result"]
-            assert timed_out["failed_generators"] == ["OllamaChatGenerator", "EmbeddedChatGenerator"]
+            assert timed_out["failed_generators"] == ["OllamaChatGenerator", "OpenAIChatGenerator"]
             assert timed_out["flags"]["extractive_fallback"] and "[1]" in timed_out["answer"]
             assert timed_out["references"][0]["source_id"] == "PMC4816447"
 

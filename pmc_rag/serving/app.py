@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.routing import Route
 
+from pmc_rag.local_llm.supervisor import started_servers
 from pmc_rag.paths import home
 from pmc_rag.serving import endpoints
 from pmc_rag.serving.config import ServeConfig, ServeConfigError
@@ -85,7 +86,8 @@ def _add_routes(app: FastAPI, config: ServeConfig) -> None:
 
     async def health() -> JSONResponse:
         report = health_report(config)
-        return JSONResponse(report, status_code=200 if report["status"] == "ok" else 503)
+        # 503 only when nothing can be answered; a failed local model still leaves quoted answers ("degraded").
+        return JSONResponse(report, status_code=503 if report["status"] == "unavailable" else 200)
 
     # Ahead of Hayhooks' own /v1/models, which lists every pipeline, chat or not.
     app.router.routes.insert(0, Route("/v1/models", list_chat_models, methods=["GET"]))
@@ -105,8 +107,14 @@ def health_report(config: ServeConfig) -> dict[str, Any]:
         report["database"] = "ok"
     except psycopg.Error as error:
         report["database"] = f"unreachable: {' '.join(str(error).split())[:200]}"
-        report["status"] = "degraded"
+        report["status"] = "unavailable"
     report["endpoints"] = {e.name: "loaded" for e in config.endpoints}  # setup() warmed each up or the start failed
+    # From the watcher's last check (every 2 s), so /health never waits on a busy or hung model server.
+    local = {server.spec.url: server.status() for server in started_servers()}
+    if local:
+        report["local_models"] = local
+        if any(entry["state"] != "running" for entry in local.values()):
+            report["status"] = "degraded"
     report["embedded_models"] = {name: "ready" if is_verified(model) else "missing"
                                  for name, model in EMBEDDED_LLMS.items()}
     ollama = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
@@ -251,4 +259,10 @@ def serve(config: ServeConfig) -> None:
             if self.started:  # the port is open: say so only now
                 print("\n".join(ready), flush=True)
 
-    Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")).run()
+    try:
+        Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")).run()
+    finally:
+        for local in started_servers():  # the model servers this server started go with it
+            local.stop_watching()
+            if local.process is not None:
+                local.stop()

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pmc_rag.answering import answer_question
 from pmc_rag.database import ensure_database
+from pmc_rag.local_llm.supervisor import local_model_server
 from pmc_rag.pipelines import load_declared_pipeline
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.config import ServeConfig
@@ -31,9 +32,8 @@ from pmc_rag.serving.guards import (
     InputError,
     SearchFilters,
     clean_question,
-    emergency_reply,
+    fixed_reply,
     redact_personal_data,
-    small_talk_reply,
 )
 from pmc_rag.serving.history import ConversationState, ConversationStore
 from pmc_rag.serving.streaming import CitationStream
@@ -99,7 +99,9 @@ class _Endpoint(BasePipelineWrapper):
         self.spec = self.config.endpoint(self.endpoint_name)
         self.connection_string = ensure_database().connection_string
         self.declared = load_declared_pipeline(self.spec.pipeline)
-        self.declared.warm_up()  # models load now, before the port opens
+        self.declared.warm_up()  # models load now, before the port opens; a local model server starts
+        if self.declared.local_model is not None:
+            local_model_server(self.declared.local_model).watch()  # restarted if it dies or hangs
         self.history = ConversationStore(self.connection_string, self.config.retention_days)
 
     def _filters(self, filters: SearchFilters | dict | None) -> dict[str, Any] | None:
@@ -194,13 +196,10 @@ class AnswerEndpoint(_Endpoint):
     def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
                 top_k: int | None, conversation_id: str | None, history: Any, stream: CitationStream | None,
                 on_token: Any) -> dict[str, Any]:
-        fixed = emergency_reply(question)
-        kind = "emergency" if fixed else "answer"
-        if not fixed:
-            fixed = small_talk_reply(question)
-            kind = "small_talk" if fixed else kind
+        fixed = fixed_reply(question)
         if fixed:
-            answer = {"kind": kind, "question": question, "answer": fixed, "redacted": redacted,
+            kind, text = fixed
+            answer = {"kind": kind, "question": question, "answer": text, "redacted": redacted,
                       "timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}}
             self.history.audit(self.spec.name, question, 200, answer, conversation_id)
             log.info("%s status=200 kind=%s", self.spec.name, kind)
@@ -221,7 +220,9 @@ class AnswerEndpoint(_Endpoint):
                 inputs["carried_chunk_ids"] = state.cited_chunk_ids[: self.config.carried_chunks] or None
             answer = answer_question(self.declared, query, haystack_filters, inputs=inputs,
                                      streaming_callback=on_token, on_excerpts=stream.set_excerpts if stream else None)
-            if self.cache and not state.questions:
+            degraded = answer.get("flags", {}).get("local_model_failed") or (
+                answer.get("model") is None and answer.get("failed_generators"))
+            if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
                 self.cache.put(key, answer, generation)
         answer = renumber(dict(answer), state.numbers)
         answer.update(kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,

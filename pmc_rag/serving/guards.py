@@ -7,6 +7,7 @@
   pattern list, not a guarantee: a name with no cue ("Ask John about statins") passes.
 - `small_talk_reply`: greetings and thanks get a short reply without retrieval.
 - `emergency_reply`: a question describing an emergency happening now gets a pointer to emergency services.
+- `fixed_reply`: either of the two above, as the server and `pmc-rag ask` both use them.
 - `SearchFilters`: the filters clients may send, checked field by field, then turned into Haystack filters
   (which pgvector passes to SQL as parameters; the checks make crafted values a 422 rather than a no-match).
 """
@@ -120,6 +121,16 @@ def emergency_reply(question: str) -> str | None:
             _URGENT.search(question) or re.search(r"\b(?:I|my)\b", question, re.IGNORECASE)):
         return EMERGENCY_REPLY
     return None
+
+
+def fixed_reply(question: str) -> tuple[str, str] | None:
+    """`("emergency", text)` or `("small_talk", text)` for a question answered without the literature, else None.
+    The server and `pmc-rag ask` both ask this first, so they refuse and greet alike."""
+    reply = emergency_reply(question)
+    if reply:
+        return "emergency", reply
+    reply = small_talk_reply(question)
+    return ("small_talk", reply) if reply else None
 
 
 _JOURNAL = r"^[\w][\w .,:&()'/-]{0,199}$"

@@ -1,0 +1,443 @@
+"""Starting, reusing, watching and restarting the local model server (`pmc_rag.local_llm.server`).
+
+A pipeline YAML that wants the embedded model declares it in a top-level `local_model:` section (Haystack
+ignores unknown top-level keys), and its generator chain talks to that address with the stock
+`OpenAIChatGenerator`:
+
+    local_model:
+      model: qwen2.5-0.5b-instruct
+      url: &local_model_url http://127.0.0.1:1417/v1
+      n_ctx: 4096
+
+pmc-rag starts the server when a pipeline that declares it warms up (`ask`, `serve`, `eval`, `setup`), or reuses
+the one already running on that address; `serve` also watches it and restarts it when it dies or stops answering.
+The server runs in a session of its own, so it outlives the command that started it and exits after
+`idle_minutes` unused. Its state and log are in `PMC_RAG_HOME/llm/<port>/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlparse
+from urllib.request import Request, urlopen
+
+from pmc_rag.paths import home
+
+log = logging.getLogger("pmc_rag.local_llm")
+
+API_KEY_ENV = "PMC_RAG_LLM_API_KEY"
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class LocalModelError(RuntimeError):
+    """The local model server cannot be used; the message names the cause and the fix."""
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """A pipeline's `local_model:` section."""
+
+    model: str
+    url: str
+    n_ctx: int = 4096
+    model_path: str | None = None
+    idle_minutes: float = 30.0
+    start_timeout: float = 120.0
+
+    @classmethod
+    def from_yaml(cls, section: Any, where: str) -> LocalModelSpec:
+        from pmc_rag.models import EMBEDDED_LLMS
+
+        if not isinstance(section, dict):
+            raise ValueError(f"{where}: `local_model` must be a mapping with `model` and `url`")
+        unknown = set(section) - {"model", "url", "n_ctx", "model_path", "idle_minutes", "start_timeout"}
+        if unknown:
+            raise ValueError(f"{where}: `local_model` has unknown key(s) {sorted(unknown)}")
+        model = str(section.get("model", ""))
+        if model not in EMBEDDED_LLMS and not section.get("model_path"):
+            raise ValueError(f"{where}: `local_model.model` {model!r} is not an embedded model "
+                             f"({sorted(EMBEDDED_LLMS)}); or give `model_path:` a GGUF file of your own")
+        url = str(section.get("url", ""))
+        parsed = urlparse(url)
+        if parsed.scheme != "http" or parsed.hostname not in _LOOPBACK or not parsed.port:
+            raise ValueError(f"{where}: `local_model.url` must be http://127.0.0.1:<port>/v1 (the server is started "
+                             f"on this machine), not {url!r}")
+        return cls(model=model, url=url.rstrip("/"), n_ctx=int(section.get("n_ctx", 4096)),
+                   model_path=section.get("model_path"), idle_minutes=float(section.get("idle_minutes", 30)),
+                   start_timeout=float(section.get("start_timeout", 120)))
+
+    @property
+    def port(self) -> int:
+        return int(urlparse(self.url).port)
+
+    @property
+    def host(self) -> str:
+        return str(urlparse(self.url).hostname)
+
+
+def api_key() -> str:
+    """The key the local server requires: $PMC_RAG_LLM_API_KEY, else one made once per PMC_RAG_HOME.
+
+    It is exported, so that the YAML's generator (`api_key: {type: env_var, env_vars: [PMC_RAG_LLM_API_KEY]}`)
+    sends it.
+    """
+    key = os.environ.get(API_KEY_ENV, "").strip()
+    if not key:
+        path = home() / "llm" / "api_key"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+            path.write_text(secrets.token_urlsafe(24))
+        key = path.read_text().strip()
+        os.environ[API_KEY_ENV] = key
+    return key
+
+
+class LocalModelServer:
+    """The server for one spec; one instance per address in a process (see `local_model_server`)."""
+
+    def __init__(self, spec: LocalModelSpec):
+        self.spec = spec
+        self.folder = home() / "llm" / str(spec.port)
+        self.log_path = self.folder / "server.log"
+        self.state_path = self.folder / "server.json"
+        self.process: subprocess.Popen | None = None  # set when this process started it
+        self.problem: str | None = None  # why it is not running, for notes and /health
+        self.restarts = 0
+        self.last_exit: str | None = None
+        self._lock = threading.Lock()
+        self._watcher: threading.Thread | None = None
+        self._stop_watching = threading.Event()
+        self._unanswered_checks = 0
+        self._incidents: list[tuple[float, str]] = []  # (time, what happened): deaths, hangs, failed starts
+        self._last_start_attempt = 0.0
+        self._exit_lock = threading.Lock()
+        self._recorded_pid: int | None = None
+
+    # -- asking it ------------------------------------------------------------------------------------------------
+
+    def health(self, timeout: float = 2.0) -> dict[str, Any] | None:
+        """The server's own health report, or None when nothing of ours answers on the address."""
+        request = Request(self.spec.url.rsplit("/v1", 1)[0] + "/health",
+                          headers={"Authorization": f"Bearer {api_key()}"})
+        try:
+            with urlopen(request, timeout=timeout) as response:
+                report = json.loads(response.read())
+        except HTTPError as error:
+            if error.code == 401:
+                raise LocalModelError(
+                    f"another pmc-rag model server with a different key runs on {self.spec.url} (its home is not "
+                    f"{home()}): stop it, or change `local_model.url` in the YAML") from None
+            return None
+        except (OSError, ValueError):
+            return None
+        return report if isinstance(report, dict) and report.get("status") == "ok" else None
+
+    def status(self) -> dict[str, Any]:
+        """What `pmc-rag status` and `/health` show. Asks the server (2 s at most) unless the watcher runs."""
+        report: dict[str, Any] = {"model": self.spec.model, "url": self.spec.url, "log": str(self.log_path),
+                                  "restarts": self.restarts}
+        if self.last_exit:
+            report["last_exit"] = self.last_exit
+        live = self._cached_health if self.watching else self._safe_health()
+        if live:
+            report.update(state="running", pid=live.get("pid"), busy_s=live.get("busy_s"),
+                          llama_cpp=live.get("system_info"))
+        elif self.problem:
+            report.update(state="failed", problem=self.problem)
+        else:
+            report["state"] = "stopped (starts when an answer needs it)"
+        return report
+
+    def _safe_health(self) -> dict[str, Any] | None:
+        try:
+            return self.health()
+        except LocalModelError as error:
+            self.problem = str(error)
+            return None
+
+    # -- starting and stopping ------------------------------------------------------------------------------------
+
+    def ensure_running(self) -> dict[str, Any]:
+        """Reuse the server on the address, or start one and wait until it answers.
+
+        :raises LocalModelError: It cannot start; `problem` keeps the message for the answers' notes.
+        """
+        with self._lock:
+            try:
+                report = self.health()
+                if report is None:
+                    self._last_start_attempt = time.monotonic()
+                    report = self._start()
+            except LocalModelError as error:
+                self.problem = str(error)
+                self._incidents.append((time.time(), self.problem))
+                raise
+            self.problem = None
+            self._cached_health = report
+            return report
+
+    def may_try_start(self, after_failure_s: float = 60.0) -> bool:
+        """False for a while after a failed start, so that a broken model is not started again for every answer."""
+        return self.problem is None or time.monotonic() - self._last_start_attempt >= after_failure_s
+
+    def _start(self) -> dict[str, Any]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "pmc_rag.local_llm.server", "--model", self.spec.model,
+                   "--host", self.spec.host, "--port", str(self.spec.port), "--n-ctx", str(self.spec.n_ctx),
+                   "--idle-minutes", str(self.spec.idle_minutes)]
+        if self.spec.model_path:
+            command += ["--model-path", str(self.spec.model_path)]
+        environment = {**os.environ, API_KEY_ENV: api_key(), "PYTHONUNBUFFERED": "1"}
+        with self.log_path.open("ab") as log_file:
+            log_file.write(f"\n== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
+            log_file.flush()
+            self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        self.state_path.write_text(json.dumps({"pid": self.process.pid, "url": self.spec.url,
+                                               "model": self.spec.model, "started": time.time()}))
+        deadline = time.monotonic() + self.spec.start_timeout
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:  # it never came up: a failed start, not a death to restart from
+                self.last_exit = describe_exit(code)
+                self.process = None
+                raise LocalModelError(self._start_failure(code))
+            report = self.health(timeout=1.0)
+            if report:
+                log.info("local model server %s started (pid %s) on %s", self.spec.model, report.get("pid"),
+                         self.spec.url)
+                return report
+            time.sleep(0.2)
+        self.process.kill()
+        self.process.wait(timeout=10)
+        self.process = None
+        raise LocalModelError(
+            f"the local model server did not answer within {self.spec.start_timeout:g} s of starting (log: "
+            f"{self.log_path}); raise `local_model.start_timeout` in the YAML on a slow machine")
+
+    def _start_failure(self, code: int) -> str:
+        lines = self.log_tail()
+        reported = [line.split("error: ", 1)[1] for line in lines if line.startswith("pmc-rag-llm: error: ")]
+        if reported:
+            cause = reported[-1]
+            fix = (f"check that `local_model.model_path` in the YAML names a GGUF file ({self.spec.model_path})"
+                   if self.spec.model_path else "run `pmc-rag setup`, which rebuilds and verifies the model file")
+        elif code < 0:
+            cause = f"it was killed by {describe_exit(code)} while loading the model (a llama.cpp crash on this CPU?)"
+            fix = ("rebuild llama.cpp for a portable CPU target: `PMC_RAG_LLAMA_CPU=baseline scripts/install.sh "
+                   "--rebuild-llama` (README: 'The embedded model on your CPU')")
+        else:
+            cause = f"it exited with status {code}" + (f": {lines[-1]}" if lines else "")
+            fix = "see the log"
+        return (f"the local model server ({self.spec.model}) could not start: {cause}. Fix: {fix}; log: "
+                f"{self.log_path}. Answers quote passages until it runs.")
+
+    def smoke_test(self, max_tokens: int = 16) -> tuple[float, float]:
+        """Have the server write a few tokens; return (seconds, generated tokens per second).
+
+        :raises LocalModelError: It failed or died doing so (the message names the signal, cause and fix).
+        """
+        body = json.dumps({"model": self.spec.model, "max_tokens": max_tokens, "temperature": 0.0,
+                           "messages": [{"role": "user", "content": "Name three organs of the human body."}]})
+        request = Request(f"{self.spec.url}/chat/completions", data=body.encode(), method="POST",
+                          headers={"Authorization": f"Bearer {api_key()}", "Content-Type": "application/json"})
+        started = time.monotonic()
+        try:
+            with urlopen(request, timeout=120) as response:
+                reply = json.loads(response.read())
+        except (OSError, ValueError) as error:
+            died = self.process is not None and self.process.poll() is not None
+            if died:
+                cause = describe_exit(self.process.returncode)
+                fix = ("rebuild llama.cpp for the most portable CPU target: `PMC_RAG_LLAMA_CPU=baseline "
+                       "scripts/install.sh --rebuild-llama` (README: 'The embedded model on your CPU')")
+            else:
+                cause, fix = f"{type(error).__name__}: {error}", "see the log"
+            self.problem = (f"the local model server ({self.spec.model}) failed its first answer: {cause}. Fix: "
+                            f"{fix}; log: {self.log_path}. Answers quote passages until it runs.")
+            raise LocalModelError(self.problem) from None
+        seconds = time.monotonic() - started
+        tokens = (reply.get("usage") or {}).get("completion_tokens") or 0
+        return seconds, tokens / seconds if seconds else 0.0
+
+    def log_tail(self, lines: int = 40) -> list[str]:
+        try:
+            with self.log_path.open("rb") as log_file:
+                log_file.seek(0, os.SEEK_END)
+                log_file.seek(max(0, log_file.tell() - 16384))
+                text = log_file.read().decode(errors="replace")
+        except OSError:
+            return []
+        return [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+
+    def stop(self) -> bool:
+        """Stop the server on this address if it is ours; return whether one was running."""
+        pid = None
+        if self.process is not None and self.process.poll() is None:
+            pid = self.process.pid
+        else:
+            with contextlib.suppress(LocalModelError):
+                pid = (self.health() or {}).get("pid")
+        if not pid:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        for _ in range(50):
+            if not _alive(pid):
+                break
+            time.sleep(0.1)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if self.process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+        return True
+
+    def _record_exit(self) -> None:
+        """If the process this one started has exited, note how (once, whoever notices first)."""
+        with self._exit_lock:
+            if self.process is None or self.process.poll() is None or self._recorded_pid == self.process.pid:
+                return
+            self._recorded_pid = self.process.pid
+            self.last_exit = describe_exit(self.process.returncode)
+            self._incidents.append((time.time(), self.last_exit))
+
+    def trouble_since(self, started: float) -> str | None:
+        """Why the server may not have answered a request made at `started` (a `time.time()`): a death, a hang or
+        a failed start since then, or its present state; None when nothing is wrong."""
+        self._record_exit()
+        recent = [what for when, what in self._incidents if when >= started]
+        if recent:
+            what = recent[-1]
+            if what.startswith("the local model server"):
+                return what
+            return (f"The local model server ({self.spec.model}) stopped while answering: {what}. It is restarted "
+                    f"for the next question; log: {self.log_path}.")
+        if self.problem:
+            return self.problem
+        if self._safe_health_quick() is None:
+            return (f"The local model server ({self.spec.model}) did not answer (hung or stopped); it is "
+                    f"restarted when it stays silent; log: {self.log_path}.")
+        return None
+
+    def _safe_health_quick(self) -> dict[str, Any] | None:
+        try:
+            return self.health(timeout=1.0)
+        except LocalModelError:
+            return None
+
+    # -- watching -------------------------------------------------------------------------------------------------
+
+    _cached_health: dict[str, Any] | None = None
+
+    @property
+    def watching(self) -> bool:
+        return self._watcher is not None and self._watcher.is_alive()
+
+    def watch(self, interval: float = 2.0, hung_after_checks: int = 3) -> None:
+        """Check the server every `interval` seconds from a background thread; restart it when it has died or
+        has not answered `hung_after_checks` checks in a row (it is then killed first)."""
+        if self.watching:
+            return
+        self._stop_watching.clear()
+        self._watcher = threading.Thread(target=self._watch, args=(interval, hung_after_checks), daemon=True,
+                                         name=f"pmc-rag-llm-watch-{self.spec.port}")
+        self._watcher.start()
+
+    def stop_watching(self) -> None:
+        self._stop_watching.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=10)
+
+    def _watch(self, interval: float, hung_after_checks: int) -> None:
+        while not self._stop_watching.wait(interval):
+            try:
+                self.check_once(hung_after_checks)
+            except Exception:  # the watcher must outlive any one failure
+                log.exception("checking the local model server failed")
+
+    def check_once(self, hung_after_checks: int = 3, retry_start_after: float = 60.0) -> None:
+        """One watcher step: note the health, restart a dead server, kill and restart a hung one."""
+        report = self._safe_health()
+        self._cached_health = report
+        if report:
+            self._unanswered_checks = 0
+            return
+        if self.process is not None and self.process.poll() is None:
+            self._unanswered_checks += 1  # alive but silent
+            if self._unanswered_checks < hung_after_checks:
+                return
+            log.error("local model server (pid %s) has not answered %d health checks: killing it",
+                      self.process.pid, self._unanswered_checks)
+            self.process.kill()
+            self.process.wait(timeout=10)
+            self.last_exit = f"hung (no answer to {self._unanswered_checks} health checks): killed"
+            self._incidents.append((time.time(), self.last_exit))
+        elif self.process is not None:
+            self._record_exit()
+            log.error("local model server died: %s; log: %s", self.last_exit, self.log_path)
+        elif not self.may_try_start(retry_start_after):
+            return  # it could not start; /health and the answers' notes say why; tried again now and then
+        self._unanswered_checks = 0
+        self.restarts += 1
+        with contextlib.suppress(LocalModelError):
+            self.ensure_running()
+        self._cached_health = self._safe_health()
+
+
+def describe_exit(code: int | None) -> str:
+    """'killed by SIGSEGV (a crash in native code)', 'exited with status 2' ..."""
+    if code is None:
+        return "running"
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
+        crash = " (a crash in native code)" if name in {"SIGSEGV", "SIGILL", "SIGBUS", "SIGABRT", "SIGFPE"} else ""
+        return f"killed by {name}{crash}"
+    return f"exited with status {code}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A child that has exited but was not reaped yet is a zombie: not alive for our purposes.
+    with contextlib.suppress(OSError):
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+_servers: dict[tuple[str, int], LocalModelServer] = {}
+_servers_lock = threading.Lock()
+
+
+def local_model_server(spec: LocalModelSpec) -> LocalModelServer:
+    """The one `LocalModelServer` of this process for the spec's address."""
+    with _servers_lock:
+        key = (str(home()), spec.port)
+        server = _servers.get(key)
+        if server is None or server.spec != spec:
+            server = _servers[key] = LocalModelServer(spec)
+        return server
+
+
+def started_servers() -> list[LocalModelServer]:
+    return list(_servers.values())

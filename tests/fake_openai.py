@@ -1,0 +1,87 @@
+"""A FAKE OpenAI-compatible chat server for tests: it stands in for "any OpenAI-compatible server" (llama.cpp's
+llama-server, vLLM, LM Studio, a hosted API), none of which can run on CI machines.
+
+It speaks `POST /v1/chat/completions` (plain JSON, or server-sent events with `stream: true`) well enough for the
+real `openai` client inside Haystack's `OpenAIChatGenerator`. It does not generate: it answers like
+`fake_ollama.fake_reply` (the first excerpt's first sentence, cited with its label) under its own model name, and
+refuses requests without `Authorization: Bearer <api_key>`. Request bodies and headers are kept in `requests`.
+
+Usage:
+```python
+with FakeOpenAI(model="hosted-model", api_key="k") as server:
+    ...  # point a YAML's api_base_url at server.url
+```
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from fake_ollama import fake_reply
+
+
+class FakeOpenAI:
+    def __init__(self, model: str = "hosted-model", api_key: str = "fake-key"):
+        self.model = model
+        self.api_key = api_key
+        self.requests: list[dict[str, Any]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                fake.requests.append({"body": body, "authorization": self.headers.get("Authorization")})
+                if self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+                    self._send(401, {"error": {"message": "bad key", "type": "authentication_error"}})
+                    return
+                prompt = "\n".join(m.get("content") or "" for m in body["messages"])
+                text = fake_reply(prompt)
+                usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
+                         "total_tokens": len(prompt.split()) + len(text.split())}
+                base = {"id": "chatcmpl-fake", "created": 0, "model": fake.model}
+                if not body.get("stream"):
+                    self._send(200, {**base, "object": "chat.completion", "usage": usage, "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for word in text.split(" "):
+                    event = {**base, "object": "chat.completion.chunk", "choices": [
+                        {"index": 0, "finish_reason": None, "delta": {"content": word + " "}}]}
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                done = {**base, "object": "chat.completion.chunk", "choices": [
+                    {"index": 0, "finish_reason": "stop", "delta": {}}]}
+                self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

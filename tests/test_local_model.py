@@ -1,0 +1,288 @@
+"""The local model server: the embedded model in a process of its own, supervised; a crash, a hang or a failed
+start costs one flagged answer, never the server. Real model, real HTTP, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pmc_rag.local_llm.supervisor import API_KEY_ENV, LocalModelServer, LocalModelSpec, local_model_server
+
+from conftest import CORPUS, PROJECT_ROOT, TEST_LLM_URL, _free_port, pipeline_file_for
+
+QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
+TABLE = "local_model_chunks"
+MODEL = "qwen2.5-0.5b-instruct"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, pg_conn_str):
+    from haystack import Pipeline
+
+    from ingestion.runner import ingest
+    from pmc_rag.pipelines import ALLOWED_MODULES
+
+    from conftest import indexing_yaml_for, make_store
+
+    make_store(TABLE).delete_table()
+    ingest([str(CORPUS / "pmc_oa")], Pipeline.loads(indexing_yaml_for(TABLE), allowed_modules=ALLOWED_MODULES),
+           progress=False)
+    yield tmp_path_factory.mktemp("local_model")
+    make_store(TABLE).delete_table()
+
+
+def rag_variant(folder: Path, name: str, change: Any = None) -> Path:
+    """rag.yml on the test table, with `change(spec)` applied; Ollama is pointed at a closed port."""
+    spec = yaml.safe_load(pipeline_file_for("rag", TABLE, folder).read_text())
+    spec["components"]["generator"]["init_parameters"]["chat_generators"][0]["init_parameters"]["url"] = \
+        "http://127.0.0.1:9"
+    if change:
+        change(spec)
+    path = folder / f"{name}.yml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def local_generator(spec: dict) -> dict:
+    return spec["components"]["generator"]["init_parameters"]["chat_generators"][1]["init_parameters"]
+
+
+@pytest.fixture(scope="module")
+def client(folder):
+    """The served app (in process) with a normal endpoint and one whose model may take only 4 s."""
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    def impatient(spec: dict) -> None:
+        local_generator(spec)["timeout"] = 4
+
+    config = {"server": {"host": "127.0.0.1", "port": 1416}, "cache": {"max_entries": 0}, "endpoints": [
+        {"name": "rag", "pipeline": str(rag_variant(folder, "rag")), "kind": "answer", "rest": True, "chat": True},
+        {"name": "impatient", "pipeline": str(rag_variant(folder, "impatient", impatient)), "kind": "answer"},
+        {"name": "retrieve", "pipeline": str(pipeline_file_for("retrieve_hybrid", TABLE, folder)),
+         "kind": "retrieval"}]}
+    path = folder / "hayhooks.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    with TestClient(build_app(load_serve_config(path))) as test_client:
+        yield test_client
+
+
+def the_server() -> LocalModelServer:
+    return local_model_server(LocalModelSpec(model=MODEL, url=TEST_LLM_URL))
+
+
+def pid_once_generating(server: LocalModelServer, busy_for: float = 0.3, within: float = 60) -> int:
+    """The model server's pid, once it has been generating for `busy_for` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        report = server.health(timeout=1)
+        if report and report.get("busy_s") is not None and report["busy_s"] >= busy_for:
+            return report["pid"]
+        time.sleep(0.05)
+    raise AssertionError("the model server never started generating")
+
+
+def wait_for_restart(server: LocalModelServer, old_pid: int, within: float = 90) -> int:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        report = server.health(timeout=1)
+        if report and report["pid"] != old_pid:
+            return report["pid"]
+        time.sleep(0.2)
+    raise AssertionError(f"the model server was not restarted within {within} s; log: {server.log_tail()[-5:]}")
+
+
+def streamed_text(lines: Any) -> list[str]:
+    """The content pieces of an OpenAI chat stream (server-sent events)."""
+    pieces = []
+    for line in lines:
+        if line.startswith("data: ") and line != "data: [DONE]":
+            for choice in json.loads(line[6:]).get("choices") or []:
+                pieces.append((choice.get("delta") or {}).get("content") or "")
+    return pieces
+
+
+def in_background(call: Any) -> tuple[threading.Thread, dict]:
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(value=call()), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_the_model_server_speaks_the_openai_chat_api_in_its_own_process():
+    from openai import AuthenticationError, OpenAI
+
+    server = the_server()
+    report = server.ensure_running()
+    assert report["pid"] != os.getpid() and report["extra_buffer_types"] is False
+    assert report["model"] == MODEL and report["system_info"].startswith("CPU :")
+    client = OpenAI(base_url=TEST_LLM_URL, api_key=os.environ[API_KEY_ENV], max_retries=0)
+    messages = [{"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": "What is aspirin?"}]
+    reply = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=30, temperature=0)
+    text = reply.choices[0].message.content
+    assert text and reply.model == MODEL and 0 < reply.usage.completion_tokens <= 30
+    assert 15 < reply.usage.prompt_tokens < 60
+
+    chunks = list(client.chat.completions.create(model=MODEL, messages=messages, max_tokens=30, temperature=0,
+                                                 stream=True))
+    streamed = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert len(streamed) > 3  # token by token
+    usage = chunks[-1].usage  # usage ends the stream
+    assert usage.completion_tokens == len(streamed) and usage.prompt_tokens == reply.usage.prompt_tokens
+
+    with pytest.raises(AuthenticationError):
+        OpenAI(base_url=TEST_LLM_URL, api_key="wrong", max_retries=0).models.list()
+    assert server.status()["state"] == "running"
+
+
+def test_kill_9_mid_answer_is_one_flagged_answer_and_the_next_comes_from_the_restarted_model(client):
+    server = the_server()
+    thread, result = in_background(lambda: client.post("/rag/run", json={"question": QUESTION}))
+    pid = pid_once_generating(server)
+    os.kill(pid, signal.SIGKILL)
+    retrieval = client.post("/retrieve/run", json={"question": QUESTION})  # served meanwhile
+    assert retrieval.status_code == 200 and retrieval.json()["result"]["chunks"]
+    thread.join(timeout=120)
+    response = result["value"]
+    assert response.status_code == 200, response.text
+    answer = response.json()["result"]
+    assert answer["model"] is None and answer["flags"]["extractive_fallback"] and answer["flags"]["local_model_failed"]
+    assert answer["failed_generators"] == ["OllamaChatGenerator", "OpenAIChatGenerator"]
+    assert "stopped while answering: killed by SIGKILL" in " ".join(answer["notes"])
+    assert answer["references"][0]["source_id"] == "PMC4816447" and "[1]" in answer["answer"]
+
+    new_pid = wait_for_restart(server, pid)
+    assert server.status()["restarts"] >= 1 and "SIGKILL" in server.status()["last_exit"]
+    again = client.post("/rag/run", json={"question": "Does erlotinib delay progression in EGFR-mutant NSCLC?"})
+    assert again.json()["result"]["model"] == MODEL  # answered by the restarted model
+    assert server.health()["pid"] == new_pid
+
+
+def test_kill_9_mid_stream_ends_the_stream_with_quoted_passages_and_references(client):
+    server = the_server()
+    body = {"model": "rag", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
+    killed: dict = {}
+
+    def kill_when_generating() -> None:
+        killed["pid"] = pid_once_generating(server, busy_for=0.5)
+        os.kill(killed["pid"], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_generating, daemon=True)
+    killer.start()
+    with client.stream("POST", "/v1/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        text = "".join(streamed_text(response.iter_lines()))
+    killer.join(timeout=60)
+    assert killed.get("pid")
+    assert "could not be checked against the sources" in text or "No model answer was available" in text
+    assert "killed by SIGKILL" in text and "References:" in text and "PMC4816447" in text
+    wait_for_restart(server, killed["pid"])
+    for _ in range(50):  # /health shows the watcher's last check, made every 2 s
+        state = client.get("/health").json()["local_models"][TEST_LLM_URL]["state"]
+        if state == "running":
+            break
+        time.sleep(0.2)
+    assert state == "running"
+
+
+def test_a_hung_model_costs_its_timeout_then_it_is_killed_and_restarted(client):
+    server = the_server()
+    server.ensure_running()
+    thread, result = in_background(lambda: client.post("/impatient/run", json={"question": QUESTION}))
+    pid = pid_once_generating(server, busy_for=0.2)
+    os.kill(pid, signal.SIGSTOP)  # alive, but never answers again
+    try:
+        health = client.get("/health")  # does not wait on the hung model (the watcher's last check is shown)
+        assert health.status_code == 200
+        thread.join(timeout=60)
+        answer = result["value"].json()["result"]
+        assert answer["flags"]["extractive_fallback"] and answer["flags"]["local_model_failed"]
+        assert "did not answer" in " ".join(answer["notes"])
+        new_pid = wait_for_restart(server, pid)  # the watcher killed it after 3 unanswered checks
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert "hung" in server.status()["last_exit"] and new_pid != pid
+    again = client.post("/rag/run", json={"question": "Is erlotinib first-line therapy for EGFR-mutant NSCLC?"})
+    assert again.json()["result"]["model"] == MODEL
+
+
+def test_a_model_that_cannot_start_is_named_with_its_fix_in_notes_and_health(folder):
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    broken_file = folder / "not-a-model.gguf"
+    broken_file.write_bytes(b"this is not a GGUF file")
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+
+    def broken(spec: dict) -> None:
+        spec["local_model"].update(url=url, model_path=str(broken_file))
+        local_generator(spec)["api_base_url"] = url
+
+    config = {"cache": {"max_entries": 0}, "endpoints": [
+        {"name": "rag", "pipeline": str(rag_variant(folder, "rag_broken", broken)), "kind": "answer"}]}
+    path = folder / "hayhooks_broken.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    with TestClient(build_app(load_serve_config(path))) as client:  # the server starts all the same
+        health = client.get("/health")
+        assert health.status_code == 200 and health.json()["status"] == "degraded"
+        local = health.json()["local_models"][url]
+        assert local["state"] == "failed"
+        assert "could not start" in local["problem"] and "model_path" in local["problem"]
+        assert "Fix:" in local["problem"] and "server.log" in local["problem"]
+        answer = client.post("/rag/run", json={"question": QUESTION}).json()["result"]
+        assert answer["flags"]["extractive_fallback"] and answer["flags"]["local_model_failed"]
+        assert any("could not start" in note and "Fix:" in note for note in answer["notes"]), answer["notes"]
+        assert answer["references"][0]["source_id"] == "PMC4816447"
+
+
+def test_pointing_the_generator_at_another_openai_compatible_server_is_a_yaml_edit(folder, monkeypatch):
+    from fake_openai import FakeOpenAI
+
+    from pmc_rag.answering import answer_question
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    monkeypatch.setenv("HOSTED_API_KEY", "hosted-secret")
+    with FakeOpenAI(model="hosted-model", api_key="hosted-secret") as hosted:
+        def hosted_generator(spec: dict) -> None:
+            del spec["local_model"]  # nothing for pmc-rag to start
+            local_generator(spec).update(api_base_url=hosted.url, model="hosted-model",
+                                         api_key={"type": "env_var", "env_vars": ["HOSTED_API_KEY"], "strict": True})
+
+        pipeline = load_declared_pipeline(rag_variant(folder, "rag_hosted", hosted_generator))
+        assert pipeline.local_model is None
+        pipeline.warm_up()
+        tokens: list[str] = []
+        answer = answer_question(pipeline, QUESTION, streaming_callback=lambda chunk: tokens.append(chunk.content))
+    assert answer["model"] == "hosted-model" and answer["failed_generators"] == ["OllamaChatGenerator"]
+    assert hosted.requests[-1]["authorization"] == "Bearer hosted-secret" and hosted.requests[-1]["body"]["stream"]
+    assert len([t for t in tokens if t]) > 3 and answer["references"][0]["source_id"] == "PMC4816447"
+    assert not answer["flags"]["extractive_fallback"]
+
+
+def test_pmc_rag_ask_makes_the_servers_checks_before_any_search():
+    env = {**os.environ, "PG_CONN_STR": "postgresql://nobody@127.0.0.1:9/none"}  # never reached
+    emergency = subprocess.run(
+        [sys.executable, "-m", "pmc_rag.cli", "ask", "my father has crushing chest pain right now, what do I do"],
+        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert emergency.returncode == 0, emergency.stderr
+    assert "emergency" in emergency.stdout and "References" not in emergency.stdout
+    too_long = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "why " * 1000], cwd=PROJECT_ROOT,
+                              env=env, capture_output=True, text=True, timeout=120)
+    assert too_long.returncode == 1 and "characters" in too_long.stderr
