@@ -191,7 +191,7 @@ def test_rag_yml_prompts_fit_the_embedded_context_even_with_the_densest_excerpts
 
     from ingestion.sources import read_articles
     from pmc_rag.models import assemble_llm
-    from pmc_rag.pipelines import load_pipeline
+    from pmc_rag.pipelines import load_declared_pipeline
 
     from conftest import CORPUS, PROJECT_ROOT
 

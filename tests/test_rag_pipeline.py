@@ -97,7 +97,7 @@ def test_pmc_rag_ask_prints_the_answer_and_references(rag_files, pg_conn_str):
                            "model", "usage", "invalid_citations", "notes"}
     empty = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "--pipeline", str(path), "   "],
                            cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert empty.returncode == 1 and "the question is empty" in empty.stderr
+    assert empty.returncode == 1 and "`question` is empty" in empty.stderr  # the server's own refusal
 
 
 @pytest.fixture(scope="module")

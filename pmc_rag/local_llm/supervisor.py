@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import secrets
+import shlex
 import signal
 import subprocess
 import sys
@@ -196,7 +197,10 @@ class LocalModelServer:
 
     def _start(self) -> dict[str, Any]:
         self.folder.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "pmc_rag.local_llm.server", "--model", self.spec.model,
+        # PMC_RAG_LLM_LAUNCHER runs the server under another command: `nice -n 10`, `taskset -c 2,3`, or an
+        # emulated CPU (`qemu-x86_64 -cpu Nehalem`) to see what a build does on a CPU unlike this one.
+        launcher = shlex.split(os.environ.get("PMC_RAG_LLM_LAUNCHER", ""))
+        command = [*launcher, sys.executable, "-m", "pmc_rag.local_llm.server", "--model", self.spec.model,
                    "--host", self.spec.host, "--port", str(self.spec.port), "--n-ctx", str(self.spec.n_ctx),
                    "--idle-minutes", str(self.spec.idle_minutes)]
         if self.spec.model_path:

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import yaml
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.routing import Route
 
-from pmc_rag.local_llm.supervisor import started_servers
+from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
 from pmc_rag.paths import home
 from pmc_rag.serving import endpoints
 from pmc_rag.serving.config import ServeConfig, ServeConfigError
@@ -95,6 +96,17 @@ def _add_routes(app: FastAPI, config: ServeConfig) -> None:
     app.add_api_route("/health", health, methods=["GET"], summary="Database, models and generators reachable?")
 
 
+def local_model_specs(config: ServeConfig) -> list[LocalModelSpec]:
+    """The local model servers the endpoints' pipelines declare (each address once)."""
+    specs: dict[str, LocalModelSpec] = {}
+    for endpoint in config.endpoints:
+        section = (yaml.safe_load(endpoint.pipeline.read_text(encoding="utf-8")) or {}).get("local_model")
+        if section:
+            spec = LocalModelSpec.from_yaml(section, str(endpoint.pipeline))
+            specs.setdefault(spec.url, spec)
+    return list(specs.values())
+
+
 def health_report(config: ServeConfig) -> dict[str, Any]:
     from urllib.request import urlopen
 
@@ -110,10 +122,10 @@ def health_report(config: ServeConfig) -> dict[str, Any]:
         report["status"] = "unavailable"
     report["endpoints"] = {e.name: "loaded" for e in config.endpoints}  # setup() warmed each up or the start failed
     # From the watcher's last check (every 2 s), so /health never waits on a busy or hung model server.
-    local = {server.spec.url: server.status() for server in started_servers()}
+    local = {spec.url: local_model_server(spec).status() for spec in local_model_specs(config)}
     if local:
         report["local_models"] = local
-        if any(entry["state"] != "running" for entry in local.values()):
+        if report["status"] == "ok" and any(entry["state"] != "running" for entry in local.values()):
             report["status"] = "degraded"
     report["embedded_models"] = {name: "ready" if is_verified(model) else "missing"
                                  for name, model in EMBEDDED_LLMS.items()}
@@ -262,7 +274,8 @@ def serve(config: ServeConfig) -> None:
     try:
         Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")).run()
     finally:
-        for local in started_servers():  # the model servers this server started go with it
+        for spec in local_model_specs(config):  # the model servers this server started go with it
+            local = local_model_server(spec)
             local.stop_watching()
             if local.process is not None:
                 local.stop()
