@@ -54,6 +54,8 @@ def _parser() -> argparse.ArgumentParser:
 
     setup = commands.add_parser("setup", help="prepare models and database; ingest the sample corpus if empty")
     setup.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
+    setup.add_argument("--answer-pipeline", default="rag",
+                       help="answering pipeline whose local model server to start and try (default: %(default)s)")
     setup.add_argument("--no-sample", action="store_true", help="do not ingest the bundled sample corpus")
     setup.add_argument("--serve", action=argparse.BooleanOptionalAction, default=False,
                        help="then serve hayhooks.yml's endpoints until Ctrl-C (scripts/setup.sh passes --serve)")
@@ -214,7 +216,7 @@ def _setup(args: argparse.Namespace) -> int:
 
     print(f"Embedding model ready: {seed_embedding_model()}")
     print(f"Embedded LLM ready ({EMBEDDED_LLMS[DEFAULT_LLM].description}): checksum verified, {assemble_llm()}")
-    _check_local_model()
+    _check_local_model(args.answer_pipeline)
     print(f"Database: {ensure_database().description}")
     pipeline = load_pipeline(args.pipeline)
     chunks = _writer_store(pipeline).count_documents()
@@ -303,7 +305,7 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_local_model(pipeline_name: str = "rag") -> None:
+def _check_local_model(pipeline_name: str) -> None:
     """Start the answering pipeline's local model server and have it write a few tokens: a model that crashes on
     this CPU shows here, with the fix, rather than at the first question. Not fatal: answers then quote passages."""
     from pmc_rag.local_llm.supervisor import LocalModelError, local_model_server

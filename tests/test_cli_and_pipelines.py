@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from haystack import Pipeline
 
 from pmc_rag.pipelines import ALLOWED_MODULES, PipelineError, load_pipeline
 
-from conftest import CORPUS, PROJECT_ROOT
+from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for
 
 PMC_RAG = [sys.executable, "-m", "pmc_rag.cli"]
 
@@ -95,17 +96,25 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
 
     yaml_path = tmp_path / "indexing.yml"
     yaml_path.write_text(indexing_yaml_for(table_name))
-    env = {"PG_CONN_STR": pg_conn_str, "PMC_RAG_HOME": str(tmp_path / "home")}
+    from pmc_rag.local_llm.supervisor import API_KEY_ENV, api_key
 
-    empty = pmc_rag("setup", "--no-sample", "--pipeline", str(yaml_path), env=env)
+    # The tests' model server key, so that the server setup starts is one the other tests can use and stop.
+    env = {"PG_CONN_STR": pg_conn_str, "PMC_RAG_HOME": str(tmp_path / "home"), API_KEY_ENV: api_key()}
+
+    rag = pipeline_file_for("rag", table_name, tmp_path)  # its local model server on the tests' port
+
+    empty = pmc_rag("setup", "--no-sample", "--pipeline", str(yaml_path), "--answer-pipeline", str(rag), env=env)
     assert empty.returncode == 0, empty.stderr
     assert "checksum verified" in empty.stdout and "Index is empty; skipping the sample corpus" in empty.stdout
+    # The model server was started and had the model write: a model that crashes on this CPU would show here.
+    assert re.search(r"Local model server \(qwen2.5-0.5b-instruct\) at http://127.0.0.1:\d+/v1: answered a test "
+                     r"prompt in [\d.]+ s \(\d+ tokens/s\)", empty.stdout), empty.stdout
     assert (tmp_path / "home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").is_file()
 
     ingested = pmc_rag("ingest", "--no-progress", "--pipeline", str(yaml_path),
                        str(CORPUS / "plos/journal.pone.0097541.xml"), env=env)
     assert ingested.returncode == 0, ingested.stdout + ingested.stderr
-    again = pmc_rag("setup", "--pipeline", str(yaml_path), env=env)
+    again = pmc_rag("setup", "--pipeline", str(yaml_path), "--answer-pipeline", str(rag), env=env)
     assert again.returncode == 0, again.stderr
     assert "Index already holds 2 chunks: nothing to ingest." in again.stdout
     assert "Ready. Next" in again.stdout
