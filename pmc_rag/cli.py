@@ -125,6 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     bench_llm.add_argument("--runs", type=int, default=3, help="timed runs per path (default: %(default)s)")
     bench_llm.add_argument("--question", default=None, help="the question whose prompt is timed (default: the "
                                                             "README's)")
+    bench_llm.add_argument("--max-tokens", type=int, default=200, help="tokens each reply may have (default: "
+                                                                         "%(default)s)")
     bench_llm.set_defaults(handler=_bench_llm)
     return parser
 
@@ -378,7 +380,7 @@ def _bench_keyword(args: argparse.Namespace) -> int:
 def _bench_llm(args: argparse.Namespace) -> int:
     from evaluation.bench_llm import README_QUESTION, run_benchmark
 
-    return run_benchmark(runs=args.runs, question=args.question or README_QUESTION)
+    return run_benchmark(runs=args.runs, question=args.question or README_QUESTION, max_tokens=args.max_tokens)
 
 
 def _writer_store(pipeline):

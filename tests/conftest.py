@@ -101,19 +101,28 @@ def indexing_yaml_for(table_name: str, **changes) -> str:
     return yaml.safe_dump(spec, sort_keys=False)
 
 
+def fill_table_with_pmc_sample(table_name: str) -> None:
+    """A fresh test table holding the bundled PMC open-access articles, ingested through pipelines/indexing.yml."""
+    from ingestion.runner import ingest
+
+    make_store(table_name).delete_table()
+    ingest([str(CORPUS / "pmc_oa")], Pipeline.loads(indexing_yaml_for(table_name), allowed_modules=ALLOWED_MODULES),
+           progress=False)
+
+
 @pytest.fixture
 def indexing_pipeline(store: PgvectorDocumentStore) -> Pipeline:
     return Pipeline.loads(indexing_yaml_for(store.table_name), allowed_modules=ALLOWED_MODULES)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
 # The tests' local model server listens here, never on the 1417 of a server the user may be running.
-TEST_LLM_URL = f"http://127.0.0.1:{_free_port()}/v1"
+TEST_LLM_URL = f"http://127.0.0.1:{free_port()}/v1"
 
 
 @pytest.fixture(scope="session", autouse=True)

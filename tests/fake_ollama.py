@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from fake_http import FakeHTTPServer
 
 EXCERPT_LABEL = re.compile(r"^\[(?P<label>[^\]]+)\][^\n]*\n(?P<text>[^\n]+)", re.MULTILINE)
 
@@ -34,29 +35,13 @@ def fake_reply(prompt: str) -> str:
     return f"{first_sentence} [{match['label']}]."
 
 
-class FakeOllama:
+class FakeOllama(FakeHTTPServer):
     def __init__(self, model: str = "llama3.1:8b"):
+        super().__init__()
         self.model = model
         # What a request in JSON mode (an LLM judge's) gets back: two statements, one supported.
         self.json_reply = json.dumps({"statements": ["first claim", "second claim"], "statement_scores": [1, 0]})
         self.requests: list[dict[str, Any]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeOllama:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self

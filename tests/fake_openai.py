@@ -16,32 +16,21 @@ with FakeOpenAI(model="hosted-model", api_key="k") as server:
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from fake_http import FakeHTTPServer
 from fake_ollama import fake_reply
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeHTTPServer):
+    base_path = "/v1"
+
     def __init__(self, model: str = "hosted-model", api_key: str = "fake-key"):
+        super().__init__()
         self.model = model
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self

@@ -18,7 +18,7 @@ import yaml
 
 from pmc_rag.local_llm.supervisor import API_KEY_ENV, LocalModelServer, LocalModelSpec, local_model_server
 
-from conftest import CORPUS, PROJECT_ROOT, TEST_LLM_URL, _free_port, pipeline_file_for
+from conftest import PROJECT_ROOT, TEST_LLM_URL, free_port, pipeline_file_for
 
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 TABLE = "local_model_chunks"
@@ -27,16 +27,9 @@ MODEL = "qwen2.5-0.5b-instruct"
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, pg_conn_str):
-    from haystack import Pipeline
+    from conftest import fill_table_with_pmc_sample, make_store
 
-    from ingestion.runner import ingest
-    from pmc_rag.pipelines import ALLOWED_MODULES
-
-    from conftest import indexing_yaml_for, make_store
-
-    make_store(TABLE).delete_table()
-    ingest([str(CORPUS / "pmc_oa")], Pipeline.loads(indexing_yaml_for(TABLE), allowed_modules=ALLOWED_MODULES),
-           progress=False)
+    fill_table_with_pmc_sample(TABLE)
     yield tmp_path_factory.mktemp("local_model")
     make_store(TABLE).delete_table()
 
@@ -229,7 +222,7 @@ def test_a_model_that_cannot_start_is_named_with_its_fix_in_notes_and_health(fol
 
     broken_file = folder / "not-a-model.gguf"
     broken_file.write_bytes(b"this is not a GGUF file")
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
 
     def broken(spec: dict) -> None:
         spec["local_model"].update(url=url, model_path=str(broken_file))

@@ -10,29 +10,21 @@ import sys
 import pytest
 import yaml
 
-from ingestion.runner import ingest
 from pmc_rag.answering import answer_question
 from pmc_rag.pipelines import load_declared_pipeline
 
-from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for
+from conftest import PROJECT_ROOT, pipeline_file_for
 
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 
 
 @pytest.fixture(scope="module")
 def rag_files(tmp_path_factory, pg_conn_str):
-    from haystack import Pipeline
-
-    from pmc_rag.pipelines import ALLOWED_MODULES
-
-    from conftest import indexing_yaml_for, make_store
+    from conftest import fill_table_with_pmc_sample, make_store
 
     table = "rag_end_to_end"
-    make_store(table).delete_table()
-    ingest([str(CORPUS / "pmc_oa")], Pipeline.loads(indexing_yaml_for(table), allowed_modules=ALLOWED_MODULES),
-           progress=False)
-    folder = tmp_path_factory.mktemp("rag")
-    yield table, folder
+    fill_table_with_pmc_sample(table)
+    yield table, tmp_path_factory.mktemp("rag")
     make_store(table).delete_table()
 
 
@@ -53,6 +45,15 @@ def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files):
     for stage in ("query_embedder", "semantic", "bm25", "fusion", "ranker", "generator", "answer_builder"):
         assert answer["timings_ms"][stage] > 0
     assert all(set(s["found_by"]) <= {"semantic", "bm25"} for s in answer["sources"])
+
+    # Streamed, through the same model server: tokens arrive one by one and usage still comes with the answer.
+    tokens: list[str] = []
+    streamed = answer_question(pipeline, "Does erlotinib prolong progression-free survival in EGFR-mutant NSCLC?",
+                               streaming_callback=lambda chunk: tokens.append(chunk.content))
+    assert streamed["model"] == "qwen2.5-0.5b-instruct" and len([t for t in tokens if t]) > 5
+    assert "".join(tokens).strip() == streamed["raw_answer"].strip()
+    assert streamed["usage"]["completion_tokens"] == len([t for t in tokens if t])
+    assert streamed["usage"]["prompt_tokens"] > 100
 
 
 def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_files):

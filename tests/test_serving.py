@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import yaml
 
-from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for
+from conftest import PROJECT_ROOT, free_port, pipeline_file_for
 
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 TABLE = "serving_chunks"
@@ -24,16 +24,9 @@ TABLE = "serving_chunks"
 
 @pytest.fixture(scope="module")
 def serve_config(tmp_path_factory, pg_conn_str):
-    from haystack import Pipeline
+    from conftest import fill_table_with_pmc_sample, make_store
 
-    from ingestion.runner import ingest
-    from pmc_rag.pipelines import ALLOWED_MODULES
-
-    from conftest import indexing_yaml_for, make_store
-
-    make_store(TABLE).delete_table()
-    ingest([str(CORPUS / "pmc_oa")], Pipeline.loads(indexing_yaml_for(TABLE), allowed_modules=ALLOWED_MODULES),
-           progress=False)
+    fill_table_with_pmc_sample(TABLE)
     folder = tmp_path_factory.mktemp("serving")
     config = {
         "server": {"host": "127.0.0.1", "port": 1416, "max_body_bytes": 4096, "max_question_chars": 300},
@@ -168,12 +161,6 @@ def test_repeated_questions_come_from_the_cache_until_the_corpus_changes(client,
         connection.execute(f"UPDATE {TABLE} SET content = content WHERE id = (SELECT min(id) FROM {TABLE})")
     third = client.post("/rag/run", json={"question": question}).json()["result"]
     assert not third["cached"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def start_server(serve_config, port: int, env: dict) -> subprocess.Popen:

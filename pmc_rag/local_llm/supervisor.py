@@ -29,9 +29,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.error import HTTPError, URLError
+from urllib.error import HTTPError
 from urllib.parse import urlparse
 from urllib.request import Request, urlopen
 
@@ -200,7 +199,8 @@ class LocalModelServer:
         # PMC_RAG_LLM_LAUNCHER runs the server under another command: `nice -n 10`, `taskset -c 2,3`, or an
         # emulated CPU (`qemu-x86_64 -cpu Nehalem`) to see what a build does on a CPU unlike this one.
         launcher = shlex.split(os.environ.get("PMC_RAG_LLM_LAUNCHER", ""))
-        command = [*launcher, sys.executable, "-m", "pmc_rag.local_llm.server", "--model", self.spec.model,
+        # -X faulthandler: a native crash, even while importing, leaves the Python stack in the log.
+        command = [*launcher, sys.executable, "-X", "faulthandler", "-m", "pmc_rag.local_llm.server", "--model", self.spec.model,
                    "--host", self.spec.host, "--port", str(self.spec.port), "--n-ctx", str(self.spec.n_ctx),
                    "--idle-minutes", str(self.spec.idle_minutes)]
         if self.spec.model_path:
@@ -241,7 +241,7 @@ class LocalModelServer:
             fix = (f"check that `local_model.model_path` in the YAML names a GGUF file ({self.spec.model_path})"
                    if self.spec.model_path else "run `pmc-rag setup`, which rebuilds and verifies the model file")
         elif code < 0:
-            cause = f"it was killed by {describe_exit(code)} while loading the model (a llama.cpp crash on this CPU?)"
+            cause = f"it was {describe_exit(code)} while loading the model (llama.cpp built for another CPU?)"
             fix = ("rebuild llama.cpp for a portable CPU target: `PMC_RAG_LLAMA_CPU=baseline scripts/install.sh "
                    "--rebuild-llama` (README: 'The embedded model on your CPU')")
         else:
