@@ -16,8 +16,9 @@ class CitationVerifier:
     Turns a model's reply into claims with verified citations.
 
     * Citations are read from the answer text only: a reference list the model appends is cut off first.
-    * A citation counts only if it names one of `documents` (the excerpts in the prompt); any other id is
-      removed from the claim and reported in `invalid_citations`, so it can never be shown as a source.
+    * A citation counts only if it names one of `documents` (the excerpts in the prompt); any other id, and any
+      bare bracketed number ("[2]", which names no paper), is removed from the claim and reported in
+      `invalid_citations`, so it can never be shown as a source.
     * A sentence left without a valid citation (uncited, or citing only papers the model was not shown) gets the
       citation of the excerpt that supports it best, if that support reaches `attribution_threshold`; such
       citations are listed in the claim's `attached`.
@@ -74,7 +75,7 @@ class CitationVerifier:
         claims, invalid = [], []
         for sentence in split_cited_sentences(answer):
             valid = [cid for cid in sentence.cited if cid in given]
-            rejected = [cid for cid in sentence.cited if cid not in given]
+            rejected = [cid for cid in sentence.cited if cid not in given] + sentence.bare
             invalid += [cid for cid in rejected if cid not in invalid]
             attached: list[str] = []
             if not valid and self.attribution_threshold is not None:  # uncited, or cited only papers not shown

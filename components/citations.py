@@ -3,14 +3,15 @@
 Citation ids are the `source_id`s ingestion gives papers (see ingestion/article.py): `PMC<digits>`,
 `PMID:<digits>` for abstracts without a PMCID, `doi:<DOI>` for papers with neither. Small models write them in
 many ways; all of these are recognised and normalised: `[PMC123]`, `[PMC123, PMC456]`, `(PMC123)`, `PMC123`,
-`pmc 123`, `[PMID: 123]`, `PMID123`, `【PMC123】` (full-width forms), `[doi:10.1371/x]`.
+`pmc 123`, `[PMID: 123]`, `PMID123`, `【PMC123】` (full-width forms), `[doi:10.1371/x]`. A bare bracketed number
+(`[2]`) is no id: it is removed and reported, never left to look like one of the answer's numbered citations.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import snowballstemmer
@@ -23,6 +24,9 @@ ID_PATTERN = _ID = re.compile(
     r"|(?P<doi>\bdoi\s*:\s*(?P<doi_value>10\.\d{4,9}/[^\s\]\),;]+))",
     re.IGNORECASE,
 )
+# A bare bracketed number, "[2]", "[1, 3]", "[2-4]": it names no paper, yet a reader takes it for one of our
+# numbered citations, so it is removed like any citation to a paper the model was not shown.
+BARE_NUMBERS = re.compile(r"\[\s*\d{1,4}(?:\s*[-\u2013,;]\s*\d{1,4})*\s*\]")
 # What is left of "[PMC1, PMC2]" or "(PMID: 3 and PMC4)" once the ids are taken out.
 _EMPTIED_BRACKETS = re.compile(r"[\[(](?:[\s,;&]|\band\b)*[\])]", re.IGNORECASE)
 # Where a model starts appending its own reference list: everything after it is not part of the answer.
@@ -76,6 +80,7 @@ class CitedSentence:
 
     text: str  # the sentence with its citation marks removed
     cited: list[str]
+    bare: list[str] = field(default_factory=list)  # bare bracketed numbers ("[2]") it held, removed from `text`
 
 
 def split_cited_sentences(answer: str) -> list[CitedSentence]:
@@ -83,10 +88,11 @@ def split_cited_sentences(answer: str) -> list[CitedSentence]:
     sentences = []
     for raw in split_sentences(" ".join(answer.split())):
         cited = list(dict.fromkeys(normalise_id(m) for m in _ID.finditer(raw)))
-        text = _drop_unmatched_brackets(_EMPTIED_BRACKETS.sub("", _ID.sub("", raw)))
+        bare = list(dict.fromkeys(re.sub(r"\s+", "", m.group(0)) for m in BARE_NUMBERS.finditer(raw)))
+        text = _drop_unmatched_brackets(_EMPTIED_BRACKETS.sub("", _ID.sub("", BARE_NUMBERS.sub("", raw))))
         text = re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
         if text or cited:
-            sentences.append(CitedSentence(text, cited))
+            sentences.append(CitedSentence(text, cited, bare))
     return sentences
 
 

@@ -58,6 +58,23 @@ def test_citations_to_papers_not_shown_are_removed_and_reported():
     assert all("PMC1234567" not in c["cited"] for c in result["claims"])
 
 
+def test_a_bare_bracketed_number_is_never_displayed_as_a_citation():
+    """A model that writes "[2]" or "See [7]" names no paper; left in, it would pass for our numbered citation."""
+    answer = build("Erlotinib prolonged progression-free survival [PMC4816447]. Aspirin cures every cancer [2]. "
+                   "See [7] and [3, 4].")
+    assert answer["invalid_citations"] == ["[2]", "[7]", "[3,4]"] and answer["flags"]["invalid_citations_removed"]
+    numbers = re.findall(r"\[[^\]]*\]", answer["answer"])
+    assert numbers and set(numbers) == {"[1]"} and answer["references"][0]["source_id"] == "PMC4816447"
+    assert "Aspirin cures every cancer." in answer["answer"]  # the claim stays, uncited (no excerpt supports it)
+
+    from pmc_rag.serving.streaming import CitationStream
+
+    stream = CitationStream(numbers={})
+    stream.set_excerpts(EXCERPTS)
+    shown = stream.feed("Erlotinib works [PMC4816447]. Aspirin cures [2") + stream.feed("]. See [7].") + stream.finish()
+    assert shown == "Erlotinib works [1]. Aspirin cures . See ."
+
+
 def test_every_citation_invalid_leaves_nothing_shown_as_a_source():
     answer = build("Aspirin cures everything [PMC1234567]. Vaccines cause nothing [PMC7654321].")
     assert answer["invalid_citations"] == ["PMC1234567", "PMC7654321"]
@@ -161,7 +178,8 @@ def test_displayed_citations_are_valid_whatever_the_model_writes():
     """Random answers mixing real and invented ids in every format: every shown citation names a given excerpt."""
     rng = random.Random(7)
     forms = ["[{}]", "({})", " {} ", "【{}】", "[{}, {}]", "[{}; {}]", "({} and {})"]
-    ids = ["PMC4816447", "PMID:15703931", "PMC1234567", "PMID:1", "doi:10.1/x", "pmc 4816447", "PMID 15703931"]
+    ids = ["PMC4816447", "PMID:15703931", "PMC1234567", "PMID:1", "doi:10.1/x", "pmc 4816447", "PMID 15703931",
+           "2", "7"]  # bare numbers too: "[2]" must never survive as a citation
     words = "erlotinib metformin survival rash hba1c placebo lung diabetes improved lowered".split()
     for _ in range(300):
         sentences = []
