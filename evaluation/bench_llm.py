@@ -141,7 +141,8 @@ def _child(mode: str, messages_file: str, runs: int, max_tokens: int) -> int:
     return 0
 
 
-def run_benchmark(runs: int = 3, question: str = README_QUESTION, max_tokens: int = 200) -> int:
+def run_benchmark(runs: int = 3, question: str = README_QUESTION, max_tokens: int = 200,
+                  paths: list[str] | None = None) -> int:
     import tempfile
 
     import llama_cpp
@@ -159,6 +160,8 @@ def run_benchmark(runs: int = 3, question: str = README_QUESTION, max_tokens: in
     rows = []
     try:
         for mode, label in _MODES.items():
+            if paths and mode not in paths:
+                continue
             print(f"  timing: {label} ({runs} runs after a warm-up)...", flush=True)
             child = subprocess.run([sys.executable, "-m", "evaluation.bench_llm", "--child", mode, handle.name,
                                     str(runs), str(max_tokens)], capture_output=True, text=True)

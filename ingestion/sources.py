@@ -40,6 +40,8 @@ def expand_paths(inputs: Iterable[str]) -> tuple[list[Path], list[IngestError]]:
                 files.update(dict.fromkeys(found))
             elif path.exists():
                 files[path] = None
+            elif path.is_symlink():  # a link to nothing, or a loop of links: read_articles says which
+                files[path] = None
             else:
                 problems.append(IngestError(f"{path}: no such file or folder"))
     return list(files), problems
@@ -70,7 +72,7 @@ def read_articles(path: Path) -> Iterator[Article | IngestError]:
         for item in parse_pubmedqa(data, source):
             yield _checked(item) if isinstance(item, Article) else item
         return
-    if head != b"<" and not data.startswith(b"\xef\xbb\xbf<"):
+    if head != b"<" and not data.startswith(b"\xef\xbb\xbf<") and not _utf16_xml(data):
         yield IngestError(
             f"{source}: unknown format; expected PMC/JATS XML, PubMed XML (PubmedArticleSet) or PubMedQA JSONL")
         return
@@ -89,6 +91,13 @@ def read_articles(path: Path) -> Iterator[Article | IngestError]:
         return
     for article in articles:
         yield _checked(article)
+
+
+def _utf16_xml(data: bytes) -> bool:
+    """Whether the bytes are XML in UTF-16 with its byte order mark (lxml reads those as they are)."""
+    if not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False
+    return data[:200].decode("utf-16", errors="ignore").lstrip("\ufeff").lstrip().startswith("<")
 
 
 def _checked(article: Article) -> Article | IngestError:

@@ -9,8 +9,11 @@ ISO sets the JATS and PubMed DTDs use.
 
 from __future__ import annotations
 
+import errno
 import html.entities
+import os
 import re
+import stat
 from pathlib import Path
 
 from lxml import etree
@@ -51,17 +54,57 @@ def parse_xml(data: bytes, source: str) -> etree._Element:
         raise IngestError(f"{source}: malformed or truncated XML ({message})") from None
 
 
-def read_bytes(path: Path) -> bytes:
-    """Read a file, transparently gunzipping `*.gz`."""
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        import gzip
+def max_file_bytes() -> int:
+    """The most bytes one input file may hold, once decompressed: $PMC_RAG_MAX_FILE_MB megabytes (default 512,
+    about twice the largest PubMed baseline file), so that a compressed bomb fails at the limit, not at the end
+    of the machine's memory."""
+    value = os.environ.get("PMC_RAG_MAX_FILE_MB", "512")
+    try:
+        megabytes = float(value)
+    except ValueError:
+        raise IngestError(f"PMC_RAG_MAX_FILE_MB must be a number of megabytes, not {value!r}") from None
+    return int(megabytes * 1024 * 1024)
 
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as error:
-            raise IngestError(f"{path}: not a readable gzip file ({error})") from None
+
+def read_bytes(path: Path) -> bytes:
+    """Read a regular file, transparently gunzipping `*.gz`, up to `max_file_bytes()`."""
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ENOENT and os.path.islink(path):
+            raise IngestError(f"{path}: a symbolic link to {os.readlink(path)}, which does not exist") from None
+        raise IngestError(f"{path}: {_os_problem(error)}") from None
+    if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block the read, or never end
+        raise IngestError(f"{path}: not a regular file (a pipe, socket or device); name a file or a folder")
+    limit = max_file_bytes()
+    too_big = (f"{path}: more than {limit / 1048576:g} MB{{}}; split it, or raise PMC_RAG_MAX_FILE_MB if it is "
+               "genuine")
+    if info.st_size > limit:
+        raise IngestError(too_big.format(""))
+    if path.suffix != ".gz":
+        return path.read_bytes()
+    import gzip
+    import zlib
+
+    try:
+        with gzip.open(path, "rb") as compressed:
+            data = compressed.read(limit + 1)  # reads no further than the limit, whatever the file claims
+    except (OSError, EOFError, zlib.error) as error:
+        raise IngestError(f"{path}: not a readable gzip file ({error})") from None
+    if len(data) > limit:
+        raise IngestError(too_big.format(" once decompressed (a compressed bomb?)"))
     return data
+
+
+def _os_problem(error: OSError) -> str:
+    """An OSError in words a user can act on."""
+    if error.errno == errno.ELOOP:
+        return "a loop of symbolic links; fix the link"
+    if error.errno == errno.ENOENT:
+        return "no such file or folder"
+    if error.errno == errno.EACCES:
+        return "permission denied"
+    return error.strerror or str(error)
 
 
 _ENTITIES = html.entities.html5

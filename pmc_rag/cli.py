@@ -127,6 +127,8 @@ def _parser() -> argparse.ArgumentParser:
                                                             "README's)")
     bench_llm.add_argument("--max-tokens", type=int, default=200, help="tokens each reply may have (default: "
                                                                          "%(default)s)")
+    bench_llm.add_argument("--paths", nargs="+", choices=["repack", "no-repack", "server"], default=None,
+                           help="time only these paths (default: all three)")
     bench_llm.set_defaults(handler=_bench_llm)
     return parser
 
@@ -380,7 +382,8 @@ def _bench_keyword(args: argparse.Namespace) -> int:
 def _bench_llm(args: argparse.Namespace) -> int:
     from evaluation.bench_llm import README_QUESTION, run_benchmark
 
-    return run_benchmark(runs=args.runs, question=args.question or README_QUESTION, max_tokens=args.max_tokens)
+    return run_benchmark(runs=args.runs, question=args.question or README_QUESTION, max_tokens=args.max_tokens,
+                         paths=args.paths)
 
 
 def _writer_store(pipeline):

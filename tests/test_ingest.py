@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import subprocess
@@ -79,7 +80,8 @@ def test_dry_run_writes_nothing(store, indexing_pipeline):
     assert store.count_documents() == 0
 
 
-def test_bad_files_are_reported_with_reasons_and_the_rest_is_ingested(store, indexing_pipeline, tmp_path):
+def test_bad_files_are_reported_with_reasons_and_the_rest_is_ingested(store, indexing_pipeline, tmp_path,
+                                                                     tmp_path_factory, monkeypatch):
     good = CORPUS / "pmc_oa/PMC4816447.xml"
     real = (CORPUS / "pmc_oa/PMC6580637.xml").read_bytes()
     (tmp_path / "good.xml").write_bytes(good.read_bytes())
@@ -95,10 +97,22 @@ def test_bad_files_are_reported_with_reasons_and_the_rest_is_ingested(store, ind
         b"<article-title>Only a title</article-title></title-group></article-meta></front></article>")
     (tmp_path / "dangling.xml").symlink_to(tmp_path / "gone.xml")
     (tmp_path / "empty.jsonl").write_bytes(b"")
+    # Valid XML in UTF-16 with its byte order mark is read like any other.
+    text = real.decode("utf-8").replace('encoding="UTF-8"', 'encoding="UTF-16"').replace("encoding='UTF-8'",
+                                                                                         "encoding='UTF-16'")
+    (tmp_path / "utf16.xml").write_bytes(text.encode("utf-16"))
+    # 4 MB of zeros in 4 kB: over the 2 MB limit set below, it fails at the limit instead of filling memory.
+    (tmp_path / "bomb.xml.gz").write_bytes(gzip.compress(b"<a>" + b"0" * 4_000_000 + b"</a>"))
+    monkeypatch.setenv("PMC_RAG_MAX_FILE_MB", "2")
+    outside = tmp_path_factory.mktemp("outside")  # named on the command line, not found in a folder
+    os.mkfifo(outside / "fifo.xml")
+    (outside / "loop.xml").symlink_to(outside / "loop2.xml")
+    (outside / "loop2.xml").symlink_to(outside / "loop.xml")
 
-    report = ingest([str(tmp_path), str(tmp_path / "missing.xml")], indexing_pipeline, progress=False)
+    report = ingest([str(tmp_path), str(tmp_path / "missing.xml"), str(outside / "fifo.xml"),
+                     str(outside / "loop.xml")], indexing_pipeline, progress=False)  # returns: the FIFO is not read
 
-    assert report.articles == 1 and stored_ids(store).keys() == {"PMC4816447"}
+    assert report.articles == 2 and stored_ids(store).keys() == {"PMC4816447", "PMC6580637"}
     reasons = "\n".join(report.skipped)
     for expected in [
         "malformed.xml: malformed or truncated XML",
@@ -107,12 +121,15 @@ def test_bad_files_are_reported_with_reasons_and_the_rest_is_ingested(store, ind
         "other.xml: unknown XML format <rss>",
         "latin1.xml: bad character encoding",
         "notext.xml: PMC42 has no text",
-        "dangling.xml: cannot read the file",
+        "dangling.xml: a symbolic link to",
         "empty.jsonl: the file is empty",
         "missing.xml: no such file or folder",
+        "bomb.xml.gz: more than 2 MB once decompressed (a compressed bomb?)",
+        "fifo.xml: not a regular file",
+        "loop.xml: a loop of symbolic links",
     ]:
         assert expected in reasons, f"{expected!r} not in:\n{reasons}"
-    assert len(report.skipped) == 9
+    assert len(report.skipped) == 12
 
 
 def test_a_repeated_article_is_kept_once_the_last_copy_winning(store, indexing_pipeline, tmp_path):
