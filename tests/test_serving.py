@@ -116,6 +116,39 @@ def test_chat_requests_are_checked_too(client):
     assert empty.status_code == 422 and "messages" in empty.json()["detail"]
 
 
+def _chat(*messages: str, **fields: Any) -> dict:
+    return {"model": "rag", "messages": [{"role": "user", "content": text} for text in messages], **fields}
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"model": ["rag"], "messages": [{"role": "user", "content": QUESTION}]}, "`model` must be a string"),
+    (_chat(QUESTION, conversation_id=12345), "`conversation_id` must be a string"),
+    (_chat(QUESTION, metadata="conversation 1"), "`metadata` must be an object"),
+    (_chat(QUESTION, metadata={"conversation_id": 7}), "`metadata` must be an object"),
+    (_chat(QUESTION, top_k=0), "`top_k` must be a whole number from 1 to 50"),
+    (_chat(QUESTION, top_k="5"), "`top_k` must be a whole number from 1 to 50"),
+    (_chat(QUESTION, filters="recent"), "`filters` must be an object"),
+    (_chat(QUESTION, stream="yes"), "`stream` must be true or false"),
+    (_chat("first question\x00 with a NUL", QUESTION), "`messages[0]`: `question` contains control characters"),
+    (_chat("why " * 100, QUESTION), "`messages[0]`: `question` is 399 characters; the limit is 300"),
+    ({"model": "rag", "messages": [{"content": QUESTION}]}, "`messages[0]` must be an object with a `role`"),
+    ({"model": "rag", "messages": [{"role": "user", "content": 42}]}, "`messages[0]`.content must be a string"),
+    ({"model": "rag", "messages": ["hello"]}, "`messages[0]` must be an object with a `role`"),
+], ids=["model-list", "numeric-conversation", "metadata-string", "metadata-id-number", "top_k-zero", "top_k-string",
+        "filters-string", "stream-string", "nul-earlier", "long-earlier", "no-role", "content-number", "message-str"])
+def test_chat_fields_are_checked_as_the_rest_endpoint_checks_its_own(client, body, message):
+    response = client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 422, response.text
+    assert message in response.json()["detail"]
+
+
+def test_deeply_nested_json_is_a_400_not_a_500(client):
+    nested = '{"question": "x", "filters": ' + "[" * 1500 + "]" * 1500 + "}"
+    for path in ("/rag/run", "/v1/chat/completions"):
+        response = client.post(path, content=nested, headers={"content-type": "application/json"})
+        assert response.status_code == 400 and "nested too deeply" in response.json()["detail"]
+
+
 def test_greetings_emergencies_and_personal_data(client, pg_conn_str):
     hello = client.post("/rag/run", json={"question": "Hello!"}).json()["result"]
     assert hello["kind"] == "small_talk" and not hello["references"]

@@ -25,7 +25,7 @@ from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
 from pmc_rag.paths import home
 from pmc_rag.serving import endpoints
 from pmc_rag.serving.config import ServeConfig, ServeConfigError
-from pmc_rag.serving.guards import redact_personal_data
+from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
 
 log = logging.getLogger("pmc_rag.serve")
 
@@ -208,6 +208,8 @@ class RequestGate:
             data = json.loads(body or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             return 400, f"the body is not valid JSON ({error}); send a JSON object"
+        except RecursionError:
+            return 400, "the body's JSON is nested too deeply; send a flat JSON object"
         if not isinstance(data, dict):
             return 422, "the body must be a JSON object, e.g. {\"question\": \"...\"}"
         if path in self.run_paths:
@@ -216,11 +218,11 @@ class RequestGate:
             if unknown:
                 return 422, f"unknown field(s) {unknown}; {path} accepts {sorted(accepted)}"
             return None
-        if data.get("model") not in self.chat_models:
+        if not isinstance(data.get("model"), str):
+            return 422, "`model` must be a string naming a chat model; GET /v1/models lists them"
+        if data["model"] not in self.chat_models:
             return 404, f"model {data.get('model')!r} is not a chat model here; GET /v1/models lists them"
-        if not isinstance(data.get("messages"), list) or not data["messages"]:
-            return 422, "`messages` must be a non-empty list of {role, content} objects"
-        return None
+        return check_chat_fields(data, self.config.max_question_chars)
 
 
     def _redacted(self, path: str, body: bytes) -> bytes:
@@ -234,6 +236,48 @@ class RequestGate:
             if isinstance(message, dict) and isinstance(message.get("content"), str):
                 message["content"] = redact_personal_data(message["content"])[0]
         return json.dumps(data).encode()
+
+
+_ROLES = {"system", "user", "assistant", "developer", "tool"}
+
+
+def check_chat_fields(data: dict[str, Any], max_question_chars: int) -> tuple[int, str] | None:
+    """The fields of a chat request that pmc-rag reads, checked as the REST endpoint checks its own: a 422 that
+    names the field, never a 500 further in. Other OpenAI fields (temperature, ...) are accepted and ignored."""
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return 422, "`messages` must be a non-empty list of {role, content} objects"
+    for index, message in enumerate(messages):
+        where = f"`messages[{index}]`"
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            return 422, f"{where} must be an object with a `role` ({', '.join(sorted(_ROLES))}) and a `content`"
+        content = message.get("content")
+        if isinstance(content, list):
+            if not all(isinstance(part, dict) and isinstance(part.get("text", ""), str) for part in content):
+                return 422, f"{where}.content: each part must be an object with a text `text`"
+            content = " ".join(part.get("text", "") for part in content)
+        elif content is not None and not isinstance(content, str):
+            return 422, f"{where}.content must be a string or a list of text parts"
+        if message["role"] == "user" and (content or "").strip():
+            try:  # every question of the conversation, not only the last, reaches retrieval and the model
+                clean_question(content, max_question_chars)
+            except InputError as error:
+                return 422, f"{where}: {error.detail}"
+    for field in ("conversation_id",):
+        if data.get(field) is not None and not isinstance(data[field], str):
+            return 422, f"`{field}` must be a string (the id a previous answer returned)"
+    metadata = data.get("metadata")
+    if metadata is not None and (not isinstance(metadata, dict) or not isinstance(
+            metadata.get("conversation_id", ""), str)):
+        return 422, "`metadata` must be an object; its `conversation_id`, if any, a string"
+    top_k = data.get("top_k")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 50):
+        return 422, "`top_k` must be a whole number from 1 to 50"
+    if data.get("filters") is not None and not isinstance(data["filters"], dict):
+        return 422, "`filters` must be an object, e.g. {\"year_from\": 2015}"
+    if not isinstance(data.get("stream", False), bool):
+        return 422, "`stream` must be true or false"
+    return None
 
 
 async def _reject(send: Any, status: int, detail: str) -> None:
