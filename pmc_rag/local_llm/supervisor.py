@@ -335,8 +335,8 @@ class LocalModelServer:
         if self.problem:
             return self.problem
         if self._safe_health_quick() is None:
-            return (f"The local model server ({self.spec.model}) did not answer (hung or stopped); it is "
-                    f"restarted when it stays silent; log: {self.log_path}.")
+            return (f"The local model server ({self.spec.model}) stopped or stopped answering; it is restarted "
+                    f"(at once if it has gone, after three unanswered checks if it hangs); log: {self.log_path}.")
         return None
 
     def _safe_health_quick(self) -> dict[str, Any] | None:
