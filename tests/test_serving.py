@@ -294,6 +294,30 @@ def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
         stop_server(server)
 
 
+def test_no_web_page_may_call_the_server_unless_its_origin_is_configured(serve_config, client):
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import ServeConfigError, load_serve_config
+
+    page = {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+    assert "access-control-allow-origin" not in client.options("/rag/run", headers=page).headers
+    assert "access-control-allow-origin" not in client.get("/health", headers={"Origin": "https://evil.example"}).headers
+
+    config = yaml.safe_load(serve_config.read_text())
+    config["server"]["cors_origins"] = ["http://localhost:3000"]
+    path = serve_config.parent / "hayhooks_cors.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    with TestClient(build_app(load_serve_config(path))) as allowed:
+        ours = allowed.options("/rag/run", headers={**page, "Origin": "http://localhost:3000"})
+        assert ours.headers["access-control-allow-origin"] == "http://localhost:3000"
+        assert "access-control-allow-origin" not in allowed.options("/rag/run", headers=page).headers
+    config["server"]["cors_origins"] = ["localhost:3000/path"]
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    with pytest.raises(ServeConfigError, match="cors_origins"):
+        load_serve_config(path)
+
+
 def test_serving_config_errors_name_the_key(tmp_path, serve_config):
     from pmc_rag.serving.config import ServeConfigError, load_serve_config
 

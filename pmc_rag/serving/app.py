@@ -66,6 +66,10 @@ def build_app(config: ServeConfig) -> FastAPI:
     settings.tracing_enabled = False        # pmc-rag times stages itself; Hayhooks' tracer would replace ours
     settings.monitoring_enabled = False
     settings.show_tracebacks = False
+    # No browser page may call the server unless hayhooks.yml names its origin (Hayhooks' default is any page).
+    settings.cors_allow_origins = list(config.cors_origins)
+    settings.cors_allow_methods = ["GET", "POST"]
+    settings.cors_allow_headers = ["Authorization", "Content-Type"]
     endpoints.ACTIVE_CONFIG = config
     from hayhooks.server.app import create_app
 

@@ -42,6 +42,7 @@ class ServeConfig:
     retention_days: float = 30
     carried_chunks: int = 5
     cache_entries: int = 1000
+    cors_origins: tuple[str, ...] = ()  # web pages (origins) allowed to call the server from a browser
     source: Path = field(default=PROJECT_ROOT / "hayhooks.yml")
 
     @property
@@ -84,8 +85,18 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         retention_days=float(_number(conversations, "retention_days", 30, source, "conversations")),
         carried_chunks=int(_number(conversations, "carried_chunks", 5, source, "conversations")),
         cache_entries=int(_number(cache, "max_entries", 1000, source, "cache")),
+        cors_origins=_origins(server, source),
         source=source,
     )
+
+
+def _origins(server: dict, source: Path) -> tuple[str, ...]:
+    origins = server.get("cors_origins") or []
+    if not isinstance(origins, list) or not all(isinstance(o, str) and re.fullmatch(r"https?://[^/\s]+|\*", o)
+                                                for o in origins):
+        raise ServeConfigError(f"{source}: `server.cors_origins` must be a list of origins such as "
+                               "\"http://localhost:3000\" (scheme and host, no path), or [\"*\"] for any page")
+    return tuple(origins)
 
 
 def _section(data: dict, key: str, source: Path) -> dict:
