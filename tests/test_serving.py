@@ -245,14 +245,15 @@ def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
         assert len(pieces) > 5  # tokens arrive one by one, not as one block
         assert "References:" in pieces[-1] and "References:" not in "".join(pieces[:-1])
 
-        # Two conversations at once do not leak into each other.
+        # Two conversations at once do not leak into each other; each continues with the id the server issued.
         results: dict[str, list[dict]] = {}
+        issued: dict[str, str] = {}
 
         def converse(topic: str, follow_up: str) -> None:
-            first = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": topic}],
-                                                   extra_body={"conversation_id": f"conv-{topic[:12]}-{port}"})
+            first = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": topic}])
+            issued[topic] = re.search(r"conversation_id: (conv-\S+)", first.choices[0].message.content).group(1)
             second = client.chat.completions.create(model="rag", messages=[{"role": "user", "content": follow_up}],
-                                                    extra_body={"conversation_id": f"conv-{topic[:12]}-{port}"})
+                                                    extra_body={"conversation_id": issued[topic]})
             results[topic] = [first.choices[0].message.content, second.choices[0].message.content]
 
         threads = [threading.Thread(target=converse, args=args) for args in [
@@ -266,7 +267,7 @@ def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
             for topic in results:
                 stored = [row[0] for row in connection.execute(
                     "SELECT standalone_query FROM pmc_rag_turns WHERE conversation_id = %s ORDER BY turn",
-                    (f"conv-{topic[:12]}-{port}",))]
+                    (issued[topic],))]
                 assert len(stored) == 2 and stored[1].endswith(f"(follow-up to: {topic})")
     finally:
         stop_server(server)
@@ -275,7 +276,7 @@ def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
                      r"timings_ms=\{.*generator: \d+.*total: \d+\} citations=\d+", request_log), request_log[-3000:]
 
     # A restart keeps conversations and their numbering.
-    conversation = f"conv-Erlotinib in-{port}"
+    conversation = issued["Erlotinib in EGFR-mutant lung cancer"]
     with psycopg.connect(pg_conn_str) as connection:
         before = dict(connection.execute("SELECT source_id, number FROM pmc_rag_citation_numbers "
                                          "WHERE conversation_id = %s", (conversation,)).fetchall())
@@ -316,6 +317,31 @@ def test_no_web_page_may_call_the_server_unless_its_origin_is_configured(serve_c
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     with pytest.raises(ServeConfigError, match="cors_origins"):
         load_serve_config(path)
+
+
+def test_conversations_are_issued_by_the_server_and_bound_to_the_key_that_started_them(serve_config, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    monkeypatch.setenv("PMC_RAG_API_KEY", "alice-key, bob-key")  # two users
+    alice, bob = ({"Authorization": f"Bearer {name}-key"} for name in ("alice", "bob"))
+    with TestClient(build_app(load_serve_config(serve_config))) as client:
+        chosen = client.post("/rag/run", json={"question": QUESTION, "conversation_id": "1"}, headers=alice)
+        assert chosen.status_code == 404 and "not issued" in chosen.json()["detail"]  # ids are not the client's
+        first = client.post("/rag/run", json={"question": QUESTION}, headers=alice).json()["result"]
+        issued = first["conversation_id"]
+        assert re.fullmatch(r"conv-[A-Za-z0-9_-]{32}", issued)
+        stolen = client.post("/rag/run", json={"question": "what about its side effects?", "conversation_id": issued},
+                             headers=bob)
+        assert stolen.status_code == 404 and "what about" not in stolen.text and QUESTION not in stolen.text
+        chat = client.post("/v1/chat/completions", headers=bob, json={
+            "model": "rag", "conversation_id": issued, "messages": [{"role": "user", "content": "and survival?"}]})
+        assert chat.status_code == 404
+        own = client.post("/rag/run", json={"question": "what about its side effects?", "conversation_id": issued},
+                          headers=alice).json()["result"]
+        assert own["conversation_id"] == issued and own["standalone_query"].endswith(f"(follow-up to: {QUESTION})")
 
 
 def test_serving_config_errors_name_the_key(tmp_path, serve_config):

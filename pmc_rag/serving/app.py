@@ -25,6 +25,7 @@ from starlette.routing import Route
 from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
 from pmc_rag.paths import home
 from pmc_rag.serving import endpoints
+from pmc_rag.serving.caller import current_owner, owner_of
 from pmc_rag.serving.config import ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
 
@@ -160,7 +161,8 @@ class RequestGate:
     def __init__(self, app: Any, config: ServeConfig, api_key: str | None):
         self.app = app
         self.config = config
-        self.api_key = api_key
+        # Several keys, comma-separated, give several users conversations of their own.
+        self.api_keys = {key.strip() for key in (api_key or "").split(",") if key.strip()}
         self.run_paths = {f"/{e.name}/run": e for e in config.endpoints if e.rest}
         self.chat_models = {e.name for e in config.endpoints if e.chat}
 
@@ -170,11 +172,13 @@ class RequestGate:
             return
         path = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        # Every route needs the key when one is set, /health too: it names the database, models and their logs.
-        if self.api_key and headers.get("authorization", "") != f"Bearer {self.api_key}":
+        # Every route needs a key when keys are set, /health too: it names the database, models and their logs.
+        presented = headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if self.api_keys and presented not in self.api_keys:
             await _reject(send, 401, f"missing or wrong API key: send 'Authorization: Bearer <key>' "
                                      f"(the key is in {self.config.api_key_env} on the server)")
             return
+        current_owner.set(owner_of(presented if self.api_keys else None))  # whose conversations these are
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return

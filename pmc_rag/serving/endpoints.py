@@ -8,6 +8,7 @@ warms its models up, so the port opens only once every model is ready.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 import re
@@ -35,7 +36,8 @@ from pmc_rag.serving.guards import (
     fixed_reply,
     redact_personal_data,
 )
-from pmc_rag.serving.history import ConversationState, ConversationStore
+from pmc_rag.serving.caller import current_owner
+from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
 from pmc_rag.serving.streaming import CitationStream
 
 log = logging.getLogger("pmc_rag.serve")
@@ -204,7 +206,14 @@ class AnswerEndpoint(_Endpoint):
             self.history.audit(self.spec.name, question, 200, answer, conversation_id)
             log.info("%s status=200 kind=%s", self.spec.name, kind)
             return answer
-        state = self.history.load(conversation_id) if conversation_id else ConversationState(ConversationStore.new_id())
+        owner = current_owner.get()
+        try:
+            state = (self.history.load(conversation_id, owner) if conversation_id
+                     else ConversationState(ConversationStore.new_id(), owner=owner))
+        except UnknownConversation:
+            raise HTTPException(404, "unknown `conversation_id`: it was not issued to this API key, or it has "
+                                     "expired. Ask without one to start a conversation, then send back the "
+                                     "`conversation_id` its answer returns.") from None
         if history is not None:
             state.questions, state.numbers = history
         if stream is not None:
@@ -279,7 +288,9 @@ class AnswerEndpoint(_Endpoint):
             except Exception as error:  # reported in the stream: the HTTP status is already sent
                 pieces.put(("error", error))
 
-        threading.Thread(target=work, daemon=True, name="pmc-rag-stream").start()
+        # The thread runs in a copy of this request's context, so it answers as the same caller (its key).
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(work,), daemon=True, name="pmc-rag-stream").start()
 
         def tokens() -> Generator[str, None, None]:
             while True:

@@ -12,7 +12,7 @@ loses nothing. Tables (created on first use, in the same database as the chunks)
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pmc_rag_conversations (
     id text PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now());
 CREATE INDEX IF NOT EXISTS pmc_rag_conversations_updated ON pmc_rag_conversations (updated_at);
+-- Whose conversation it is: the API key that started it, hashed ('' on a server without keys).
+ALTER TABLE pmc_rag_conversations ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';
 CREATE TABLE IF NOT EXISTS pmc_rag_turns (
     conversation_id text NOT NULL REFERENCES pmc_rag_conversations (id) ON DELETE CASCADE,
     turn integer NOT NULL, question text NOT NULL, standalone_query text NOT NULL, answer jsonb NOT NULL,
@@ -38,11 +40,16 @@ CREATE TABLE IF NOT EXISTS pmc_rag_audit (
 """
 
 
+class UnknownConversation(LookupError):
+    """A conversation id this caller cannot continue."""
+
+
 @dataclass
 class ConversationState:
     """What a new turn needs from the earlier ones."""
 
     conversation_id: str
+    owner: str = ""                                             # see pmc_rag.serving.caller
     questions: list[str] = field(default_factory=list)          # standalone queries, oldest first
     numbers: dict[str, int] = field(default_factory=dict)       # source id -> citation number
     cited_chunk_ids: list[str] = field(default_factory=list)    # most recently cited first
@@ -55,8 +62,9 @@ class ConversationStore:
     Usage:
     ```python
     store = ConversationStore(os.environ["PG_CONN_STR"], retention_days=30)
-    state = store.load("c-123")          # empty state for a new id
+    state = ConversationState(store.new_id())            # a new conversation
     store.save_turn(state, "Is X safe?", "Is X safe?", answer)
+    state = store.load(state.conversation_id)              # its next turn (UnknownConversation if not issued)
     ```
     """
 
@@ -73,7 +81,8 @@ class ConversationStore:
 
     @staticmethod
     def new_id() -> str:
-        return f"conv-{uuid.uuid4().hex}"
+        """An id only the server issues: 192 random bits, so ids cannot be guessed or collide between users."""
+        return f"conv-{secrets.token_urlsafe(24)}"
 
     def purge_expired(self) -> int:
         with self._connect() as connection:
@@ -81,9 +90,17 @@ class ConversationStore:
                 "DELETE FROM pmc_rag_conversations WHERE updated_at < now() - make_interval(secs => %s)",
                 (self.retention_days * 86400,)).rowcount
 
-    def load(self, conversation_id: str) -> ConversationState:
-        state = ConversationState(conversation_id)
+    def load(self, conversation_id: str, owner: str = "") -> ConversationState:
+        """The conversation's state.
+
+        :raises UnknownConversation: No conversation has this id for this owner (never issued, expired, or
+            started with another API key: the three are not told apart).
+        """
+        state = ConversationState(conversation_id, owner=owner)
         with self._connect() as connection:
+            if not connection.execute("SELECT 1 FROM pmc_rag_conversations WHERE id = %s AND owner = %s",
+                                      (conversation_id, owner)).fetchone():
+                raise UnknownConversation(conversation_id)
             state.questions = [row[0] for row in connection.execute(
                 "SELECT standalone_query FROM pmc_rag_turns WHERE conversation_id = %s ORDER BY turn",
                 (conversation_id,))]
@@ -103,8 +120,8 @@ class ConversationStore:
         """
         with self._connect() as connection, connection.transaction():
             connection.execute(
-                "INSERT INTO pmc_rag_conversations (id) VALUES (%s) ON CONFLICT (id) DO UPDATE SET updated_at = now()",
-                (state.conversation_id,))
+                "INSERT INTO pmc_rag_conversations (id, owner) VALUES (%s, %s) ON CONFLICT (id) DO UPDATE SET "
+                "updated_at = now()", (state.conversation_id, state.owner))
             turn = connection.execute(
                 "SELECT coalesce(max(turn), 0) + 1 FROM pmc_rag_turns WHERE conversation_id = %s",
                 (state.conversation_id,)).fetchone()[0]

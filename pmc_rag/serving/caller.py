@@ -1,0 +1,18 @@
+"""Who is asking: the API key a request presented, as an opaque owner id for the conversations it starts.
+
+The request gate sets it for the request; the answering service reads it when it loads or saves a conversation,
+so that a conversation id works only for the key that started it. With no keys configured, every caller is the
+same owner ("") and an unguessable id is what keeps conversations apart.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+
+current_owner: contextvars.ContextVar[str] = contextvars.ContextVar("pmc_rag_conversation_owner", default="")
+
+
+def owner_of(api_key: str | None) -> str:
+    """A stable id for an API key that does not reveal it (stored with each conversation)."""
+    return hashlib.sha256(api_key.encode()).hexdigest()[:32] if api_key else ""
