@@ -344,6 +344,41 @@ def test_conversations_are_issued_by_the_server_and_bound_to_the_key_that_starte
         assert own["conversation_id"] == issued and own["standalone_query"].endswith(f"(follow-up to: {QUESTION})")
 
 
+def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_config):
+    """One answer at a time and one waiting: of four asked at once, two are refused with Retry-After; retrieval
+    and a cached answer are served meanwhile."""
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    config = yaml.safe_load(serve_config.read_text())
+    config["server"].update(max_running_answers=1, max_queued_answers=1, max_queue_wait_s=120)
+    path = serve_config.parent / "hayhooks_queue.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    questions = ["Does erlotinib cause rash?", "Is gefitinib effective in EGFR-mutant NSCLC?",
+                 "Does smoking affect EGFR mutations?", "What is the response rate to erlotinib?"]
+    with TestClient(build_app(load_serve_config(path))) as client:
+        assert client.post("/rag/run", json={"question": QUESTION}).status_code == 200  # now in the cache
+        responses: list[Any] = []
+        askers = [threading.Thread(target=lambda q=q: responses.append(client.post("/rag/run", json={"question": q})))
+                  for q in questions]
+        for asker in askers:
+            asker.start()
+        time.sleep(1.0)  # all four have asked; one is answering, one waits
+        retrieval = client.post("/retrieve/run", json={"question": QUESTION})
+        cached = client.post("/rag/run", json={"question": QUESTION})
+        stream_refused = client.post("/v1/chat/completions", json={
+            "model": "rag", "stream": True, "messages": [{"role": "user", "content": "Is osimertinib better?"}]})
+        for asker in askers:
+            asker.join(timeout=300)
+    assert retrieval.status_code == 200 and cached.status_code == 200 and cached.json()["result"]["cached"]
+    assert sorted(r.status_code for r in responses) == [200, 200, 503, 503]
+    refused = [r for r in responses if r.status_code == 503]
+    assert all(int(r.headers["retry-after"]) >= 1 and "busy" in r.json()["detail"] for r in refused)
+    assert stream_refused.status_code == 503 and stream_refused.headers["retry-after"]
+
+
 def test_serving_config_errors_name_the_key(tmp_path, serve_config):
     from pmc_rag.serving.config import ServeConfigError, load_serve_config
 

@@ -43,6 +43,9 @@ class ServeConfig:
     carried_chunks: int = 5
     cache_entries: int = 1000
     cors_origins: tuple[str, ...] = ()  # web pages (origins) allowed to call the server from a browser
+    max_running_answers: int = 2        # answers generated at once; retrieval and cached answers do not count
+    max_queued_answers: int = 8         # answers waiting for a turn; beyond this, 503 with Retry-After
+    max_queue_wait_s: float = 60        # an answer that waited this long for a turn gets 503 instead
     source: Path = field(default=PROJECT_ROOT / "hayhooks.yml")
 
     @property
@@ -86,6 +89,9 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         carried_chunks=int(_number(conversations, "carried_chunks", 5, source, "conversations")),
         cache_entries=int(_number(cache, "max_entries", 1000, source, "cache")),
         cors_origins=_origins(server, source),
+        max_running_answers=max(1, int(_number(server, "max_running_answers", 2, source, "server"))),
+        max_queued_answers=int(_number(server, "max_queued_answers", 8, source, "server")),
+        max_queue_wait_s=float(_number(server, "max_queue_wait_s", 60, source, "server")),
         source=source,
     )
 

@@ -26,6 +26,7 @@ from pmc_rag.answering import answer_question
 from pmc_rag.database import ensure_database
 from pmc_rag.local_llm.supervisor import local_model_server
 from pmc_rag.pipelines import load_declared_pipeline
+from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.config import ServeConfig
 from pmc_rag.serving.conversation import format_references, numbers_from_history, renumber, standalone_query
@@ -156,9 +157,19 @@ class RetrievalEndpoint(_Endpoint):
                            meta=d.meta) for d in documents])
 
 
+_answer_slots: dict[int, AnswerSlots] = {}
+
+
+def answer_slots(config: ServeConfig) -> AnswerSlots:
+    """One queue for every answer endpoint of the server: they share the model(s) behind them."""
+    return _answer_slots.setdefault(id(config), AnswerSlots(
+        config.max_running_answers, config.max_queued_answers, config.max_queue_wait_s))
+
+
 class AnswerEndpoint(_Endpoint):
     def setup(self) -> None:
         super().setup()
+        self.slots = answer_slots(self.config)
         self.cache = None
         pipeline = self.declared.pipeline
         retriever = next((c for c in (pipeline.get_component(n) for n in pipeline.graph.nodes)
@@ -227,8 +238,10 @@ class AnswerEndpoint(_Endpoint):
             inputs = {"top_k": top_k}
             if "carried_chunk_ids" in self.declared.inputs:
                 inputs["carried_chunk_ids"] = state.cited_chunk_ids[: self.config.carried_chunks] or None
-            answer = answer_question(self.declared, query, haystack_filters, inputs=inputs,
-                                     streaming_callback=on_token, on_excerpts=stream.set_excerpts if stream else None)
+            with self.slots.turn(waited_already=time.perf_counter() - started):  # 503 when the queue is full
+                answer = answer_question(self.declared, query, haystack_filters, inputs=inputs,
+                                         streaming_callback=on_token,
+                                         on_excerpts=stream.set_excerpts if stream else None)
             degraded = answer.get("flags", {}).get("local_model_failed") or (
                 answer.get("model") is None and answer.get("failed_generators"))
             if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
@@ -272,6 +285,7 @@ class AnswerEndpoint(_Endpoint):
         return question, conversation_id, history
 
     def _stream(self, question: str, body: dict, conversation_id: str | None, history: Any) -> Generator:
+        self.slots.refuse_when_full()  # said now, as a 503, while the response has not started yet
         pieces: queue.Queue = queue.Queue()
         stream = CitationStream({})
 

@@ -1,0 +1,63 @@
+"""A bounded queue for answers: a few generate at once, a few more wait their turn, the rest are told to come back.
+
+Generation is the slow, scarce part (one local model, or an Ollama with a few parallel slots); without a bound,
+fifty streaming requests took every worker thread and retrieval waited over a minute behind them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+from fastapi import HTTPException
+
+
+class AnswerSlots:
+    """
+    At most `running` answers at once and `queued` waiting; a request beyond that, or one that waited `max_wait_s`
+    for its turn, gets a 503 with `Retry-After`.
+
+    Usage:
+    ```python
+    slots = AnswerSlots(running=2, queued=8, max_wait_s=60)
+    with slots.turn():      # raises HTTPException(503) when full or after waiting too long
+        answer = run_the_pipeline()
+    ```
+    """
+
+    def __init__(self, running: int, queued: int, max_wait_s: float):
+        self.running, self.queued, self.max_wait_s = running, queued, max_wait_s
+        self._turns = threading.BoundedSemaphore(running)
+        self._lock = threading.Lock()
+        self._admitted = 0  # running and waiting
+
+    def refuse_when_full(self) -> None:
+        """Raise the 503 now if a new answer would not be admitted (for streams, before their 200 is sent)."""
+        with self._lock:
+            if self._admitted >= self.running + self.queued:
+                raise self._busy(f"{self._admitted} answers are being written or waiting")
+
+    @contextlib.contextmanager
+    def turn(self, waited_already: float = 0.0) -> Iterator[None]:
+        with self._lock:
+            if self._admitted >= self.running + self.queued:
+                raise self._busy(f"{self._admitted} answers are being written or waiting")
+            self._admitted += 1
+        started = time.monotonic()
+        try:
+            if not self._turns.acquire(timeout=max(0.0, self.max_wait_s - waited_already)):
+                raise self._busy(f"this answer waited {time.monotonic() - started + waited_already:.0f} s for a turn")
+            try:
+                yield
+            finally:
+                self._turns.release()
+        finally:
+            with self._lock:
+                self._admitted -= 1
+
+    def _busy(self, why: str) -> HTTPException:
+        retry = max(1, round(self.max_wait_s / 4))
+        return HTTPException(503, f"The server is busy ({why}); ask again in {retry} s. Retrieval (/retrieve/run) "
+                                  "is not affected.", headers={"Retry-After": str(retry)})
