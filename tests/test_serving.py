@@ -379,6 +379,28 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
     assert stream_refused.status_code == 503 and stream_refused.headers["retry-after"]
 
 
+def test_an_unexpected_failure_is_a_500_with_a_request_id_and_no_internals(client, monkeypatch, caplog):
+    from pmc_rag.serving import endpoints
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("secret detail: /srv/internal/path password=hunter2")
+
+    monkeypatch.setattr(endpoints, "answer_question", broken)
+    monkeypatch.setattr(endpoints.RetrievalEndpoint, "run_api", broken)  # fails inside Hayhooks' own route
+    with caplog.at_level("ERROR", logger="pmc_rag.serve"):
+        for response in (client.post("/rag/run", json={"question": "Why would this fail?"}),
+                         client.post("/retrieve/run", json={"question": "Why would this fail?"})):
+            assert response.status_code == 500, response.text
+            request_id = response.headers["x-request-id"]
+            assert response.json()["detail"].startswith(f"Internal error (request id {request_id})")
+            assert "secret" not in response.text and "RuntimeError" not in response.text
+            assert any(request_id in record.getMessage() for record in caplog.records)
+        streamed = client.post("/v1/chat/completions", json={
+            "model": "rag", "stream": True, "messages": [{"role": "user", "content": "Why would this stream fail?"}]})
+    assert "Internal error (request id" in streamed.text and "secret" not in streamed.text
+    assert any(r.exc_info and "secret detail" in str(r.exc_info[1]) for r in caplog.records)  # the log has it all
+
+
 def test_serving_config_errors_name_the_key(tmp_path, serve_config):
     from pmc_rag.serving.config import ServeConfigError, load_serve_config
 

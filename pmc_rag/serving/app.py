@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from starlette.routing import Route
 from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
 from pmc_rag.paths import home
 from pmc_rag.serving import endpoints
-from pmc_rag.serving.caller import current_owner, owner_of
+from pmc_rag.serving.caller import current_owner, current_request_id, internal_error_detail, owner_of
 from pmc_rag.serving.config import ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
 
@@ -170,6 +171,9 @@ class RequestGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        request_id = uuid.uuid4().hex[:12]
+        current_request_id.set(request_id)
+        send = _with_request_id(send, request_id, f"{scope['method']} {scope['path']}")
         path = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         # Every route needs a key when keys are set, /health too: it names the database, models and their logs.
@@ -291,6 +295,32 @@ def check_chat_fields(data: dict[str, Any], max_question_chars: int) -> tuple[in
     if not isinstance(data.get("stream", False), bool):
         return 422, "`stream` must be true or false"
     return None
+
+
+def _with_request_id(send: Any, request_id: str, what: str) -> Any:
+    """`send`, adding an X-Request-ID header to the response, and replacing any 5xx but our own 503s (whose
+    messages are written for clients) by one that shows no internals (Hayhooks' own 500s carry exception text)."""
+    replaced = False
+
+    async def send_checked(message: dict) -> None:
+        nonlocal replaced
+        if message["type"] == "http.response.start":
+            if message["status"] >= 500 and message["status"] != 503:
+                replaced = True
+                log.error("%s status=%d request_id=%s (the client was shown no details)", what, message["status"],
+                          request_id)
+                body = json.dumps({"detail": internal_error_detail()}).encode()
+                await send({"type": "http.response.start", "status": message["status"], "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    (b"x-request-id", request_id.encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
+        elif replaced:
+            return  # the original body, with whatever it said
+        await send(message)
+
+    return send_checked
 
 
 async def _reject(send: Any, status: int, detail: str) -> None:

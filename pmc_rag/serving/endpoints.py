@@ -37,7 +37,7 @@ from pmc_rag.serving.guards import (
     fixed_reply,
     redact_personal_data,
 )
-from pmc_rag.serving.caller import current_owner
+from pmc_rag.serving.caller import current_owner, current_request_id, internal_error_detail
 from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
 from pmc_rag.serving.streaming import CitationStream
 
@@ -128,8 +128,8 @@ class _Endpoint(BasePipelineWrapper):
             log.error("%s status=503 database not reachable: %s", self.spec.name, error)
             return HTTPException(503, "The database is not reachable; try again shortly (the operator should "
                                       "check PostgreSQL / PG_CONN_STR).")
-        log.error("%s status=500", self.spec.name, exc_info=error)
-        return HTTPException(500, f"{type(error).__name__}: {error}")
+        log.error("%s status=500 request_id=%s", self.spec.name, current_request_id.get(), exc_info=error)
+        return HTTPException(500, internal_error_detail())
 
 
 class RetrievalEndpoint(_Endpoint):
@@ -314,7 +314,12 @@ class AnswerEndpoint(_Endpoint):
                     continue
                 status, value = item
                 if status == "error":
-                    detail = value.detail if isinstance(value, HTTPException) else str(value)
+                    if isinstance(value, HTTPException):
+                        detail = value.detail
+                    else:  # logged with its traceback; the client gets the request id, not the internals
+                        log.error("%s stream failed request_id=%s", self.spec.name, current_request_id.get(),
+                                  exc_info=value)
+                        detail = internal_error_detail()
                     yield f"\n\nError: {detail}"
                     return
                 yield stream.finish() + chat_text(value, streamed=stream.shown)
