@@ -130,8 +130,10 @@ class CitedAnswerBuilder:
         model = meta["model"] if "model" in meta else meta.get("successful_chat_generator_class")
         failed = list(meta.get("failed_chat_generators", []))
         if failed and model:
-            notes.append(f"Answered by the fallback model {model}: {', '.join(failed)} did not answer "
-                         "(not reachable, or it failed).")
+            skipped = meta.get("skipped_chat_generators") or []
+            why = ("not reachable, or it failed" if not skipped else
+                   f"{', '.join(skipped)} skipped: it timed out on a recent question")
+            notes.append(f"Answered by the fallback model {model}: {', '.join(failed)} did not answer ({why}).")
         return {"answer": {
             "question": question,
             "answer": " ".join(s for s in sentences if s),

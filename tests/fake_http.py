@@ -13,6 +13,8 @@ class FakeHTTPServer:
 
     def __init__(self) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True  # a request held on purpose (a hung server) does not block stop()
+        self._server.block_on_close = False
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

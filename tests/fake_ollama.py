@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -42,6 +43,7 @@ class FakeOllama(FakeHTTPServer):
         # What a request in JSON mode (an LLM judge's) gets back: two statements, one supported.
         self.json_reply = json.dumps({"statements": ["first claim", "second claim"], "statement_scores": [1, 0]})
         self.requests: list[dict[str, Any]] = []
+        self.hang_s = 0.0  # > 0: chat requests are held this long before any answer (a hung Ollama)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -71,6 +73,9 @@ class FakeOllama(FakeHTTPServer):
                     return
                 if request.get("model") != fake.model:
                     self._send(404, json.dumps({"error": f"model '{request.get('model')}' not found"}).encode())
+                    return
+                if fake.hang_s:
+                    time.sleep(fake.hang_s)
                     return
                 prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
                 reply = fake_reply(prompt) if request.get("format") != "json" else fake.json_reply

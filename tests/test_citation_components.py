@@ -6,7 +6,7 @@ import random
 import re
 
 import pytest
-from haystack import Document, Pipeline
+from haystack import Document, Pipeline, component
 from haystack.dataclasses import ChatMessage
 
 from components.citation_verifier import CitationVerifier
@@ -14,6 +14,7 @@ from components.citations import strip_reference_list
 from components.cited_answer_builder import CitedAnswerBuilder
 from components.empty_reply_generator import EmptyReplyGenerator
 from components.excerpt_budget import ExcerptBudget
+from components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
 from components.section_chunker import SectionChunker
 
 EXCERPTS = [
@@ -239,11 +240,52 @@ def test_empty_reply_generator():
     assert EmptyReplyGenerator().run(messages=[])["replies"][0].text == ""
 
 
+@component
+class _ScriptedGenerator:
+    """A stand-in chat generator for the fallback tests: raises `error` if given, else replies with `text`."""
+
+    def __init__(self, text: str = "", error: Exception | None = None):
+        self.text, self.error, self.calls = text, error, 0
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], generation_kwargs=None, tools=None, streaming_callback=None):
+        self.calls += 1
+        if self.error:
+            raise self.error
+        return {"replies": [ChatMessage.from_assistant(self.text)]}
+
+
+def test_a_generator_that_timed_out_is_skipped_for_a_while_and_tried_again_after():
+    import httpx
+
+    from components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
+
+    hung = _ScriptedGenerator(error=httpx.ReadTimeout("timed out"))
+    refused = _ScriptedGenerator(error=ConnectionRefusedError("refused"))
+    local = _ScriptedGenerator(text="Yes.")
+    generator = RememberingFallbackChatGenerator(chat_generators=[hung, refused, local], skip_after_timeout_s=60)
+    for _ in range(3):
+        result = generator.run(messages=[ChatMessage.from_user("Q?")])
+        assert result["replies"][0].text == "Yes." and result["meta"]["successful_chat_generator_index"] == 2
+    assert hung.calls == 1 and refused.calls == 3 and local.calls == 3  # one timeout paid; quick failures retried
+    assert result["meta"]["skipped_chat_generators"] == ["_ScriptedGenerator"]
+    assert result["meta"]["failed_chat_generators"] == ["_ScriptedGenerator", "_ScriptedGenerator"]
+
+    generator.skip_after_timeout_s = 0  # the time is up: it is tried again
+    generator.run(messages=[ChatMessage.from_user("Q?")])
+    assert hung.calls == 2
+    hung.error = None  # tried again, it answers: no longer remembered, so not skipped however long the window
+    assert generator.run(messages="Q?")["meta"]["successful_chat_generator_index"] == 0
+    generator.skip_after_timeout_s = 60
+    assert generator.run(messages="Q?")["meta"]["successful_chat_generator_index"] == 0 and hung.calls == 4
+
+
 @pytest.mark.parametrize("component", [
     CitationVerifier(attribution_threshold=0.4, source_id_field="sid"),
     CitedAnswerBuilder(min_support=0.2, extractive_sentences=2),
     ExcerptBudget(max_tokens=900, max_excerpts=3, chars_per_token=2.5, tokens_per_excerpt_label=30),
     EmptyReplyGenerator(),
+    RememberingFallbackChatGenerator(chat_generators=[EmptyReplyGenerator()], skip_after_timeout_s=5),
 ], ids=lambda c: type(c).__name__)
 def test_serialization_round_trip(component):
     data = component.to_dict()

@@ -280,3 +280,26 @@ def test_pmc_rag_ask_makes_the_servers_checks_before_any_search():
     too_long = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "why " * 1000], cwd=PROJECT_ROOT,
                               env=env, capture_output=True, text=True, timeout=120)
     assert too_long.returncode == 1 and "characters" in too_long.stderr
+
+
+def test_a_hung_ollama_costs_one_timeout_not_one_per_question(folder, monkeypatch):
+    from fake_ollama import FakeOllama
+
+    from pmc_rag.answering import answer_question
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    def short_ollama_timeout(spec: dict) -> None:
+        ollama = spec["components"]["generator"]["init_parameters"]["chat_generators"][0]["init_parameters"]
+        ollama.update(url=None, timeout=3)
+
+    with FakeOllama(model="llama3.1:8b") as ollama:
+        ollama.hang_s = 30  # accepts the request, never answers in time
+        monkeypatch.setenv("OLLAMA_HOST", ollama.url)
+        pipeline = load_declared_pipeline(rag_variant(folder, "rag_hung_ollama", short_ollama_timeout))
+        pipeline.warm_up()
+        answers = [answer_question(pipeline, question) for question in (
+            QUESTION, "Does erlotinib cause rash?", "Is erlotinib better than chemotherapy for EGFR-mutant NSCLC?")]
+    assert len(ollama.requests) == 1  # asked once; the two later questions skipped it
+    assert all(a["model"] == MODEL and a["failed_generators"] == ["OllamaChatGenerator"] for a in answers)
+    assert "did not answer (not reachable" in " ".join(answers[0]["notes"])
+    assert "skipped: it timed out on a recent question" in " ".join(answers[1]["notes"])
