@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import gc
 import logging
 import threading
 import time
+import traceback
 from typing import Any
 
 from haystack import component
@@ -13,6 +15,11 @@ from haystack.components.generators.chat.fallback import FallbackChatGenerator
 from haystack.dataclasses import ChatMessage
 
 log = logging.getLogger(__name__)
+
+
+class GenerationStopped(Exception):
+    """Raised by a streaming callback to stop generating (its client left, its deadline passed): the generator's
+    HTTP stream is closed, so the model server stops too, and no other generator is tried."""
 
 
 @component
@@ -25,6 +32,9 @@ class RememberingFallbackChatGenerator(FallbackChatGenerator):
 
     A skipped generator is listed in `meta["failed_chat_generators"]`, like one that failed, and in
     `meta["skipped_chat_generators"]`. Only the synchronous `run` remembers; `run_async` is the stock one.
+
+    A streaming callback that raises `GenerationStopped` stops the answer: no other generator is tried, and the
+    stopped generator's stream is closed at once, so the model behind it stops generating.
 
     Usage:
     ```python
@@ -87,6 +97,9 @@ class RememberingFallbackChatGenerator(FallbackChatGenerator):
                 continue
             try:
                 result = self._run_single_sync(generator, messages, generation_kwargs, tools, streaming_callback)
+            except GenerationStopped as stop:
+                _close_abandoned_stream(stop)
+                raise
             except Exception as error:  # like the stock component: any failure moves on to the next generator
                 log.warning("chat generator %s failed: %s", name, error)
                 failed.append(name)
@@ -114,6 +127,14 @@ class RememberingFallbackChatGenerator(FallbackChatGenerator):
         with self._lock:
             at = self._timed_out_at.get(index)
         return at is not None and time.monotonic() - at < self.skip_after_timeout_s
+
+
+def _close_abandoned_stream(stop: GenerationStopped) -> None:
+    """Close the HTTP stream the stopped generator was reading. Haystack's generators do not close it when their
+    callback raises; it is a local of theirs, kept alive by the traceback (and, for openai's Stream, by a cycle),
+    so: drop the traceback's locals, then collect. Closing the connection is what tells the model server to stop."""
+    traceback.clear_frames(stop.__traceback__)
+    gc.collect()
 
 
 def _is_timeout(error: BaseException | None) -> bool:

@@ -5,6 +5,8 @@ It speaks `POST /v1/chat/completions` (plain JSON, or server-sent events with `s
 real `openai` client inside Haystack's `OpenAIChatGenerator`. It does not generate: it answers like
 `fake_ollama.fake_reply` (the first excerpt's first sentence, cited with its label) under its own model name, and
 refuses requests without `Authorization: Bearer <api_key>`. Request bodies and headers are kept in `requests`.
+A slow model is `word_delay_s` seconds per streamed word, with `reply` (any text) in place of the fake answer;
+`streams_cut` counts streams whose client hung up before the end.
 
 Usage:
 ```python
@@ -16,6 +18,7 @@ with FakeOpenAI(model="hosted-model", api_key="k") as server:
 from __future__ import annotations
 
 import json
+import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -31,6 +34,9 @@ class FakeOpenAI(FakeHTTPServer):
         self.model = model
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
+        self.reply: str | None = None
+        self.word_delay_s = 0.0
+        self.streams_cut = 0
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -46,7 +52,7 @@ class FakeOpenAI(FakeHTTPServer):
                     self._send(401, {"error": {"message": "bad key", "type": "authentication_error"}})
                     return
                 prompt = "\n".join(m.get("content") or "" for m in body["messages"])
-                text = fake_reply(prompt)
+                text = fake.reply or fake_reply(prompt)
                 usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
                          "total_tokens": len(prompt.split()) + len(text.split())}
                 base = {"id": "chatcmpl-fake", "created": 0, "model": fake.model}
@@ -57,10 +63,16 @@ class FakeOpenAI(FakeHTTPServer):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for word in text.split(" "):
-                    event = {**base, "object": "chat.completion.chunk", "choices": [
-                        {"index": 0, "finish_reason": None, "delta": {"content": word + " "}}]}
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                try:
+                    for word in text.split(" "):
+                        event = {**base, "object": "chat.completion.chunk", "choices": [
+                            {"index": 0, "finish_reason": None, "delta": {"content": word + " "}}]}
+                        self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                        self.wfile.flush()
+                        time.sleep(fake.word_delay_s)
+                except OSError:  # the client hung up: a real server stops generating here
+                    fake.streams_cut += 1
+                    return
                 done = {**base, "object": "chat.completion.chunk", "choices": [
                     {"index": 0, "finish_reason": "stop", "delta": {}}]}
                 self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())

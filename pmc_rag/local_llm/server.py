@@ -22,9 +22,10 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
@@ -127,6 +128,37 @@ class ModelService:
                 self.replies += 1
 
 
+class ClosingEventStream(StreamingResponse):
+    """
+    Server-sent events from a blocking iterator, which is closed however the response ends: finished, failed, or
+    its client gone. Starlette's StreamingResponse leaves an abandoned iterator suspended, and this one holds the
+    model: closing it stops llama.cpp at once and frees the model for the next reply.
+
+    Usage: `return ClosingEventStream(service.stream(messages, settings, include_usage=True))`
+    """
+
+    def __init__(self, events: Iterator[str]):
+        self._events = events
+        super().__init__(self._pull(), media_type="text/event-stream")
+
+    async def _pull(self) -> AsyncIterator[str]:
+        try:
+            while True:
+                event = await run_in_threadpool(next, self._events, None)
+                if event is None:
+                    return
+                yield event
+        finally:
+            with anyio.CancelScope(shield=True):
+                await run_in_threadpool(self._events.close)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.body_iterator.aclose()
+
+
 def build_app(service: ModelService, api_key: str | None, info: dict[str, Any]) -> FastAPI:
     app = FastAPI(title="pmc-rag local model server", docs_url=None, redoc_url=None)
 
@@ -175,8 +207,7 @@ def build_app(service: ModelService, api_key: str | None, info: dict[str, Any]) 
                 # Usage comes last in every stream unless refused (as llama.cpp's llama-server does): Haystack's
                 # OpenAIChatGenerator does not ask for it, and a hosted API would reject the option unstreamed.
                 include_usage = (body.get("stream_options") or {}).get("include_usage", True) is not False
-                return StreamingResponse(service.stream(plain, settings, include_usage),
-                                         media_type="text/event-stream")
+                return ClosingEventStream(service.stream(plain, settings, include_usage))
             return await run_in_threadpool(service.complete, plain, settings)
         except ValueError as problem:  # llama.cpp: the prompt does not fit the context, a bad setting
             return error(400, str(problem))

@@ -13,16 +13,22 @@ from collections.abc import Iterator
 
 from fastapi import HTTPException
 
+from pmc_rag.serving.caller import RequestLifetime
+
+
+_CHECK_EVERY_S = 0.25  # how often a waiting answer looks whether its client is still there
+
 
 class AnswerSlots:
     """
     At most `running` answers at once and `queued` waiting; a request beyond that, or one that waited `max_wait_s`
-    for its turn, gets a 503 with `Retry-After`.
+    for its turn (counted from its arrival) or reached its deadline meanwhile, gets a 503 with `Retry-After`. One
+    whose client went away while it waited leaves the queue (499).
 
     Usage:
     ```python
     slots = AnswerSlots(running=2, queued=8, max_wait_s=60)
-    with slots.turn():      # raises HTTPException(503) when full or after waiting too long
+    with slots.turn(RequestLifetime(deadline_s=240)):   # raises HTTPException(503) when full or waited too long
         answer = run_the_pipeline()
     ```
     """
@@ -40,15 +46,18 @@ class AnswerSlots:
                 raise self._busy(f"{self._admitted} answers are being written or waiting")
 
     @contextlib.contextmanager
-    def turn(self, waited_already: float = 0.0) -> Iterator[None]:
+    def turn(self, lifetime: RequestLifetime) -> Iterator[None]:
         with self._lock:
             if self._admitted >= self.running + self.queued:
                 raise self._busy(f"{self._admitted} answers are being written or waiting")
             self._admitted += 1
-        started = time.monotonic()
+        give_up_at = lifetime.started + min(self.max_wait_s, lifetime.deadline_s)
         try:
-            if not self._turns.acquire(timeout=max(0.0, self.max_wait_s - waited_already)):
-                raise self._busy(f"this answer waited {time.monotonic() - started + waited_already:.0f} s for a turn")
+            while not self._turns.acquire(timeout=_CHECK_EVERY_S):
+                if lifetime.gone:
+                    raise HTTPException(499, "the client went away while its answer waited for a turn")
+                if time.monotonic() >= give_up_at:
+                    raise self._busy(f"this answer waited {time.monotonic() - lifetime.started:.0f} s for a turn")
             try:
                 yield
             finally:

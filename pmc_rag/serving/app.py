@@ -8,6 +8,7 @@ gate (API key, body size, JSON, unknown fields), `/health`, and a `/v1/models` t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -26,7 +27,8 @@ from starlette.routing import Route
 from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
 from pmc_rag.paths import home
 from pmc_rag.serving import endpoints
-from pmc_rag.serving.caller import current_owner, current_request_id, internal_error_detail, owner_of
+from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_owner, current_request_id,
+                                    internal_error_detail, owner_of)
 from pmc_rag.serving.config import ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
 
@@ -173,6 +175,8 @@ class RequestGate:
             return
         request_id = uuid.uuid4().hex[:12]
         current_request_id.set(request_id)
+        lifetime = RequestLifetime(self.config.answer_deadline_s)
+        current_lifetime.set(lifetime)
         send = _with_request_id(send, request_id, f"{scope['method']} {scope['path']}")
         path = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
@@ -206,17 +210,7 @@ class RequestGate:
         body = self._redacted(path, body)
         scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
                  + [(b"content-length", str(len(body)).encode())]}
-
-        sent = False
-
-        async def replay() -> dict:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
+        await _run_watching_for_disconnect(self.app, scope, body, receive, send, lifetime)
 
     def _check(self, path: str, body: bytes) -> tuple[int, str] | None:
         if path not in self.run_paths and path not in ("/v1/chat/completions", "/chat/completions"):
@@ -297,15 +291,43 @@ def check_chat_fields(data: dict[str, Any], max_question_chars: int) -> tuple[in
     return None
 
 
+async def _run_watching_for_disconnect(app: Any, scope: dict, body: bytes, receive: Any, send: Any,
+                                       lifetime: RequestLifetime) -> None:
+    """Run the app on a body already read, and meanwhile wait for the client to disconnect, so that an answer's
+    work (its wait for a turn, its generation) stops when its client goes away. Starlette notices a disconnect
+    only while it streams, and tells no one; here it is noticed for plain answers too."""
+
+    async def listen() -> dict:
+        message = await receive()  # with the body read, what comes next is the disconnect
+        if message["type"] == "http.disconnect":
+            lifetime.client_left()
+        return message
+
+    listener = asyncio.ensure_future(listen())
+    body_given = False
+
+    async def replay() -> dict:
+        nonlocal body_given
+        if body_given:  # Starlette's own disconnect watch, while streaming: the same message
+            return await asyncio.shield(listener)
+        body_given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    try:
+        await app(scope, replay, send)
+    finally:
+        listener.cancel()
+
+
 def _with_request_id(send: Any, request_id: str, what: str) -> Any:
-    """`send`, adding an X-Request-ID header to the response, and replacing any 5xx but our own 503s (whose
-    messages are written for clients) by one that shows no internals (Hayhooks' own 500s carry exception text)."""
+    """`send`, adding an X-Request-ID header to the response, and replacing any 5xx but our own 503s and 504s
+    (whose messages are written for clients) by one that shows no internals (Hayhooks' own 500s carry exception text)."""
     replaced = False
 
     async def send_checked(message: dict) -> None:
         nonlocal replaced
         if message["type"] == "http.response.start":
-            if message["status"] >= 500 and message["status"] != 503:
+            if message["status"] >= 500 and message["status"] not in (503, 504):
                 replaced = True
                 log.error("%s status=%d request_id=%s (the client was shown no details)", what, message["status"],
                           request_id)

@@ -46,6 +46,7 @@ class ServeConfig:
     max_running_answers: int = 2        # answers generated at once; retrieval and cached answers do not count
     max_queued_answers: int = 8         # answers waiting for a turn; beyond this, 503 with Retry-After
     max_queue_wait_s: float = 60        # an answer that waited this long for a turn gets 503 instead
+    answer_deadline_s: float = 240      # an answer not done this long after its request arrived is stopped (504)
     source: Path = field(default=PROJECT_ROOT / "hayhooks.yml")
 
     @property
@@ -92,6 +93,7 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         max_running_answers=max(1, int(_number(server, "max_running_answers", 2, source, "server"))),
         max_queued_answers=int(_number(server, "max_queued_answers", 8, source, "server")),
         max_queue_wait_s=float(_number(server, "max_queue_wait_s", 60, source, "server")),
+        answer_deadline_s=float(_number(server, "answer_deadline_s", 240, source, "server")),
         source=source,
     )
 

@@ -22,6 +22,7 @@ from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from components.remembering_fallback_chat_generator import GenerationStopped
 from pmc_rag.answering import answer_question
 from pmc_rag.database import ensure_database
 from pmc_rag.local_llm.supervisor import local_model_server
@@ -37,7 +38,7 @@ from pmc_rag.serving.guards import (
     fixed_reply,
     redact_personal_data,
 )
-from pmc_rag.serving.caller import current_owner, current_request_id, internal_error_detail
+from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
 from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
 from pmc_rag.serving.streaming import CitationStream
 
@@ -204,7 +205,23 @@ class AnswerEndpoint(_Endpoint):
         except HTTPException:
             raise
         except Exception as error:  # the database (or a model) failed mid-answer: 503 if the database is down
+            stop = _stopped_by(error)
+            if stop is not None:
+                raise self._stopped(str(stop), question) from None
             raise self._unavailable(error) from error
+
+    def _stopped(self, why: str, question: str) -> HTTPException:
+        lifetime = current_lifetime.get()
+        took = time.monotonic() - lifetime.started
+        if why == "client left":  # nobody reads this reply; the log and the audit say what happened
+            log.info("%s status=499 the client went away after %.1f s; its answer was stopped", self.spec.name, took)
+            self.history.audit(self.spec.name, question, 499, timings_ms={"total": round(took * 1000, 1)})
+            return HTTPException(499, "the client went away; its answer was stopped")
+        log.warning("%s status=504 answer stopped at its deadline (%.0f s, queue included)", self.spec.name, took)
+        self.history.audit(self.spec.name, question, 504, timings_ms={"total": round(took * 1000, 1)})
+        return HTTPException(504, f"The answer was not finished within {lifetime.deadline_s:g} s of the request "
+                                  "(time waiting for a turn included), so it was stopped. Ask again when the server "
+                                  "is less busy; the operator can raise server.answer_deadline_s in hayhooks.yml.")
 
     def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
                 top_k: int | None, conversation_id: str | None, history: Any, stream: CitationStream | None,
@@ -238,9 +255,18 @@ class AnswerEndpoint(_Endpoint):
             inputs = {"top_k": top_k}
             if "carried_chunk_ids" in self.declared.inputs:
                 inputs["carried_chunk_ids"] = state.cited_chunk_ids[: self.config.carried_chunks] or None
-            with self.slots.turn(waited_already=time.perf_counter() - started):  # 503 when the queue is full
+            lifetime = current_lifetime.get()
+
+            def watched(chunk: Any) -> None:  # generation stops at the next token once the client or time is gone
+                why = lifetime.why_stop()
+                if why:
+                    raise GenerationStopped(why)
+                if on_token is not None:
+                    on_token(chunk)
+
+            with self.slots.turn(lifetime):  # 503 when the queue is full or the wait too long
                 answer = answer_question(self.declared, query, haystack_filters, inputs=inputs,
-                                         streaming_callback=on_token,
+                                         streaming_callback=watched,
                                          on_excerpts=stream.set_excerpts if stream else None)
             degraded = answer.get("flags", {}).get("local_model_failed") or (
                 answer.get("model") is None and answer.get("failed_generators"))
@@ -306,9 +332,14 @@ class AnswerEndpoint(_Endpoint):
         context = contextvars.copy_context()
         threading.Thread(target=context.run, args=(work,), daemon=True, name="pmc-rag-stream").start()
 
+        lifetime = current_lifetime.get()
+
         def tokens() -> Generator[str, None, None]:
             while True:
-                item = pieces.get()
+                try:  # a model that sends nothing at all is waited for until the deadline, not longer
+                    item = pieces.get(timeout=max(0.0, lifetime.seconds_left()) + 5)
+                except queue.Empty:
+                    item = ("error", HTTPException(504, f"no answer within {lifetime.deadline_s:g} s; ask again"))
                 if isinstance(item, str):
                     yield item
                     continue
@@ -326,6 +357,15 @@ class AnswerEndpoint(_Endpoint):
                 return
 
         return tokens()
+
+
+def _stopped_by(error: BaseException | None) -> GenerationStopped | None:
+    """The GenerationStopped that `error` was raised from (Haystack wraps a component's errors), if any."""
+    for _ in range(10):
+        if error is None or isinstance(error, GenerationStopped):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _text(content: Any) -> str:
