@@ -13,6 +13,8 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from components.reconnecting import run_reconnecting
+
 logger = logging.getLogger(__name__)
 
 
@@ -126,8 +128,16 @@ class ArticleWriter:
         self.warm_up()
         rows = self._rows(documents)
         source_ids = sorted({meta[self.source_id_field] for _, _, _, meta in rows})
-        assert self._connection is not None
-        with self._connection.transaction(), self._connection.cursor() as cursor:
+        return run_reconnecting(lambda: self._connection, self._reconnect,
+                                lambda connection: self._replace(connection, rows, source_ids))
+
+    def _reconnect(self) -> None:
+        self.close()
+        self.warm_up()
+
+    def _replace(self, connection: psycopg.Connection, rows: list[tuple], source_ids: list[str]) -> dict[str, int]:
+        """In one transaction: delete the articles' earlier chunks, copy the new ones in."""
+        with connection.transaction(), connection.cursor() as cursor:
             cursor.execute(
                 sql.SQL("DELETE FROM {} WHERE meta->>{} = ANY(%s)").format(
                     self.table, sql.Literal(self.source_id_field)

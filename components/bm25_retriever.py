@@ -15,6 +15,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from components.bm25_index import BM25Tables, ensure_bm25_index
+from components.reconnecting import run_reconnecting
 
 # Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)).
 # Only the question's `max_query_terms` most informative terms (highest idf) are scored, which bounds the work
@@ -159,12 +160,17 @@ class PgvectorBM25Retriever:
             _SEARCH, filters=filter_clause,
             embedding=sql.SQL("chunks.embedding" if self.return_embedding else "NULL::vector"))
         params = (query, self.max_query_terms, self.k1, self.b, self.b, *where_params, top_k or self.top_k)
-        if self._connection.broken:
-            self.close()
-            self.warm_up()
-        with self._connection.cursor(row_factory=dict_row) as cursor:
-            rows = cursor.execute(statement, params).fetchall()
+
+        def search(connection: psycopg.Connection) -> list[dict[str, Any]]:
+            with connection.cursor(row_factory=dict_row) as cursor:
+                return cursor.execute(statement, params).fetchall()
+
+        rows = run_reconnecting(lambda: self._connection, self._reconnect, search)
         return {"documents": [_to_document(row) for row in rows]}
+
+    def _reconnect(self) -> None:
+        self.close()
+        self.warm_up()
 
 
 def _to_document(row: dict[str, Any]) -> Document:

