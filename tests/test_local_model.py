@@ -303,3 +303,37 @@ def test_a_hung_ollama_costs_one_timeout_not_one_per_question(folder, monkeypatc
     assert all(a["model"] == MODEL and a["failed_generators"] == ["OllamaChatGenerator"] for a in answers)
     assert "did not answer (not reachable" in " ".join(answers[0]["notes"])
     assert "skipped: it timed out on a recent question" in " ".join(answers[1]["notes"])
+
+
+def test_serve_stopped_with_sigterm_stops_the_model_server_it_started(folder, pg_conn_str):
+    port, model_port = free_port(), free_port()
+
+    def own_model_server(spec: dict) -> None:
+        url = f"http://127.0.0.1:{model_port}/v1"
+        spec["local_model"]["url"] = url
+        local_generator(spec)["api_base_url"] = url
+
+    config = {"server": {"host": "127.0.0.1"}, "endpoints": [
+        {"name": "rag", "pipeline": str(rag_variant(folder, "rag_own_model", own_model_server)), "kind": "answer"}]}
+    path = folder / "hayhooks_own_model.yml"
+    path.write_text(yaml.safe_dump(config))
+    serve = subprocess.Popen([sys.executable, "-m", "pmc_rag.cli", "serve", "--config", str(path), "--port",
+                              str(port)], cwd=PROJECT_ROOT, env={**os.environ, "PG_CONN_STR": pg_conn_str},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    model = local_model_server(LocalModelSpec(model=MODEL, url=f"http://127.0.0.1:{model_port}/v1"))
+    try:
+        for line in serve.stdout:  # the port opens once every model is warm: the model server is running
+            if line.startswith("Serving rag"):
+                break
+        report = model.health(timeout=5)
+        assert report is not None, "serve did not start its model server"
+        serve.terminate()  # SIGTERM, as a service manager stops it
+        serve.wait(timeout=60)
+        deadline = time.monotonic() + 15
+        while model.health(timeout=1) is not None:
+            assert time.monotonic() < deadline, "the model server outlived the pmc-rag serve that started it"
+            time.sleep(0.3)
+    finally:
+        serve.kill()
+        if model.health(timeout=1):
+            os.kill(model.health(timeout=1)["pid"], signal.SIGKILL)

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import threading
 import uuid
 from pathlib import Path
@@ -346,6 +347,10 @@ def _with_request_id(send: Any, request_id: str, what: str) -> Any:
     return send_checked
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _keep_embedded_database_up(stop: threading.Event, every_s: float = 2.0) -> None:
     """Start the embedded PostgreSQL again when it stops under the running server (someone sent it SIGTERM, it
     crashed): meanwhile requests get 503s that say the database is not reachable, afterwards answers again."""
@@ -400,6 +405,9 @@ def serve(config: ServeConfig) -> None:
             if self.started:  # the port is open: say so only now
                 print("\n".join(ready), flush=True)
 
+    # Uvicorn shuts down gracefully on SIGTERM, then raises the signal again; with the default handler the process
+    # would die right there, before the cleanup below and the embedded database's, leaving the model server behind.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")).run()
     finally:
