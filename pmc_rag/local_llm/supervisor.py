@@ -162,9 +162,10 @@ class LocalModelServer:
             report["state"] = "stopped (starts when an answer needs it)"
         return report
 
-    def _safe_health(self) -> dict[str, Any] | None:
+    def _safe_health(self, timeout: float = 2.0) -> dict[str, Any] | None:
+        """`health()`, with a foreign server on the address kept as the `problem` instead of raised."""
         try:
-            return self.health()
+            return self.health(timeout)
         except LocalModelError as error:
             self.problem = str(error)
             return None
@@ -334,16 +335,10 @@ class LocalModelServer:
                     f"for the next question; log: {self.log_path}.")
         if self.problem:
             return self.problem
-        if self._safe_health_quick() is None:
+        if self._safe_health(timeout=1.0) is None:
             return (f"The local model server ({self.spec.model}) stopped or stopped answering; it is restarted "
                     f"(at once if it has gone, after three unanswered checks if it hangs); log: {self.log_path}.")
         return None
-
-    def _safe_health_quick(self) -> dict[str, Any] | None:
-        try:
-            return self.health(timeout=1.0)
-        except LocalModelError:
-            return None
 
     # -- watching -------------------------------------------------------------------------------------------------
 
