@@ -154,31 +154,26 @@ def _ingest(args: argparse.Namespace) -> int:
 def _ask(args: argparse.Namespace) -> int:
     import json
 
-    from pmc_rag.answering import answer_question
+    from pmc_rag.answer_service import AnswerService
     from pmc_rag.database import ensure_database
     from pmc_rag.pipelines import load_declared_pipeline
-
     from pmc_rag.serving.config import load_serve_config
-    from pmc_rag.serving.guards import InputError, clean_question, fixed_reply, redact_personal_data
+    from fastapi import HTTPException
 
-    # The checks the server makes (length, control characters, personal data, emergencies, greetings).
+    # The server's answering service and limits, without conversations, cache or audit (one question, no server).
+    service = AnswerService(load_declared_pipeline(args.pipeline), name="cli",
+                            max_question_chars=load_serve_config().max_question_chars)
     try:
-        question, redacted = redact_personal_data(
-            clean_question(" ".join(args.question.split()), load_serve_config().max_question_chars))
-    except InputError as error:
+        answer = service.fixed_answer(args.question)  # refusals and fixed replies come before any search
+        if answer is None:
+            ensure_database()
+            answer = service.answer(args.question)
+    except HTTPException as error:  # a refusal says what was wrong; an unexpected failure is shown as it was
+        if error.status_code >= 500 and error.__cause__ is not None:
+            raise error.__cause__ from None
         raise ValueError(error.detail) from None
-    fixed = fixed_reply(question)
-    if fixed:
-        answer = {"kind": fixed[0], "question": question, "answer": fixed[1], "redacted": redacted,
-                  "references": [], "notes": []}
-        print(json.dumps(answer, indent=2, ensure_ascii=False) if args.json else fixed[1])
-        return 0
-    ensure_database()
-    pipeline = load_declared_pipeline(args.pipeline)
-    pipeline.warm_up()
-    answer = answer_question(pipeline, question)
-    answer.update(kind="answer", question=question, redacted=redacted)
-    print(json.dumps(answer, indent=2, ensure_ascii=False, default=str) if args.json else format_answer(answer))
+    text = answer["answer"] if answer["kind"] != "answer" else format_answer(answer)
+    print(json.dumps(answer, indent=2, ensure_ascii=False, default=str) if args.json else text)
     return 0
 
 

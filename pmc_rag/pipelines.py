@@ -73,6 +73,7 @@ class DeclaredPipeline:
     inputs: dict[str, list[str]]
     outputs: dict[str, str]
     local_model: LocalModelSpec | None = field(default=None)
+    warmed_up: bool = field(default=False, init=False)
 
     def warm_up(self) -> None:
         """Load every component's models now; a model that cannot be loaded stops here, naming its YAML key.
@@ -100,6 +101,7 @@ class DeclaredPipeline:
                     f"{self.path}: component `{name}` could not start: {type(error).__name__}: "
                     f"{' '.join(str(error).split())} Change "
                     f"`{key}` in the YAML to a model this machine has{offline}.") from error
+        self.warmed_up = True
 
     def run(self, **values: Any) -> dict[str, Any]:
         """Run with values for declared inputs (None leaves an input out); return the declared outputs."""

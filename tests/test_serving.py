@@ -380,17 +380,19 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
 
 
 def test_an_unexpected_failure_is_a_500_with_a_request_id_and_no_internals(client, monkeypatch, caplog):
+    from pmc_rag import answer_service
     from pmc_rag.serving import endpoints
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("secret detail: /srv/internal/path password=hunter2")
 
-    monkeypatch.setattr(endpoints, "answer_question", broken)
+    monkeypatch.setattr(answer_service, "answer_question", broken)
     monkeypatch.setattr(endpoints.RetrievalEndpoint, "run_api", broken)  # fails inside Hayhooks' own route
     with caplog.at_level("ERROR", logger="pmc_rag.serve"):
         for response in (client.post("/rag/run", json={"question": "Why would this fail?"}),
                          client.post("/retrieve/run", json={"question": "Why would this fail?"})):
             assert response.status_code == 500, response.text
+            assert len(response.headers.get_list("x-request-id")) == 1  # Hayhooks' own is replaced
             request_id = response.headers["x-request-id"]
             assert response.json()["detail"].startswith(f"Internal error (request id {request_id})")
             assert "secret" not in response.text and "RuntimeError" not in response.text
@@ -539,3 +541,31 @@ def test_database_down_is_a_503_with_a_clear_message_not_a_hang(serve_config, tm
         assert "database is not reachable" in responses[name].json()["detail"]
     assert responses["health"].status_code == 503
     assert responses["health"].json()["database"].startswith("unreachable")
+
+
+def test_pmc_rag_ask_and_the_server_give_the_same_answers_and_refusals(client, serve_config, pg_conn_str):
+    """Both go through the answering service: the same answer object for a question, the same refusal."""
+    pipeline = yaml.safe_load(serve_config.read_text())["endpoints"][0]["pipeline"]
+    env = {**os.environ, "PG_CONN_STR": pg_conn_str}
+
+    def ask(question: str) -> tuple[int, str]:
+        done = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "--json", "--pipeline", pipeline,
+                               question], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+        return done.returncode, done.stdout if done.returncode == 0 else done.stderr
+
+    for question in ("Hello!", "My father is having chest pain right now, what do I do?", QUESTION):
+        status, printed = ask(question)
+        assert status == 0, printed
+        from_cli = json.loads(printed)
+        served = client.post("/rag/run", json={"question": question}).json()["result"]
+        assert from_cli["kind"] == served["kind"] and from_cli["question"] == served["question"]
+        if served["kind"] != "answer":
+            assert from_cli["answer"] == served["answer"]
+        else:  # one generation each: compare what does not depend on it
+            assert [s["chunk_id"] for s in from_cli["sources"]] == [s["chunk_id"] for s in served["sources"]]
+            assert set(served) - set(from_cli) <= {"cached"}  # the server's object only says it was not cached
+    for bad in ("   ", "why\x07 is the sky blue?"):
+        status, printed = ask(bad)
+        refused = client.post("/rag/run", json={"question": bad})
+        assert status == 1 and refused.status_code == 422
+        assert printed.strip() == f"pmc-rag: error: {refused.json()['detail']}"

@@ -339,7 +339,9 @@ def _with_request_id(send: Any, request_id: str, what: str) -> Any:
                     (b"x-request-id", request_id.encode())]})
                 await send({"type": "http.response.body", "body": body})
                 return
-            message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
+            # One id per response: Hayhooks adds one of its own (its log lines'), replaced by the gate's.
+            headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+            message = {**message, "headers": [*headers, (b"x-request-id", request_id.encode())]}
         elif replaced:
             return  # the original body, with whatever it said
         await send(message)

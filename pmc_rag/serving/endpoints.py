@@ -1,4 +1,5 @@
-"""The Hayhooks pipeline wrappers behind each endpoint of hayhooks.yml, and the answering service they share.
+"""The Hayhooks pipeline wrappers behind each endpoint of hayhooks.yml: thin adapters that parse requests and
+render replies (the answering itself is pmc_rag.answer_service's).
 
 `pmc-rag serve` writes, for each endpoint, a folder with a two-line `pipeline_wrapper.py` that subclasses
 `AnswerEndpoint` or `RetrievalEndpoint` and names the endpoint; Hayhooks loads those folders (in durable mode:
@@ -17,29 +18,21 @@ import time
 from collections.abc import Generator
 from typing import Annotated, Any, Literal
 
-import psycopg
 from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from components.remembering_fallback_chat_generator import GenerationStopped
-from pmc_rag.answering import answer_question
+from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.local_llm.supervisor import local_model_server
 from pmc_rag.pipelines import load_declared_pipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
+from pmc_rag.serving.caller import current_lifetime, current_request_id, internal_error_detail
 from pmc_rag.serving.config import ServeConfig
-from pmc_rag.serving.conversation import format_references, numbers_from_history, renumber, standalone_query
-from pmc_rag.serving.guards import (
-    InputError,
-    SearchFilters,
-    clean_question,
-    fixed_reply,
-    redact_personal_data,
-)
-from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
-from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
+from pmc_rag.serving.conversation import format_references, numbers_from_history, standalone_query
+from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
+from pmc_rag.serving.history import ConversationStore
 from pmc_rag.serving.streaming import CitationStream
 
 log = logging.getLogger("pmc_rag.serve")
@@ -108,29 +101,8 @@ class _Endpoint(BasePipelineWrapper):
             local_model_server(self.declared.local_model).watch()  # restarted if it dies or hangs
         self.history = ConversationStore(self.connection_string, self.config.retention_days)
 
-    def _filters(self, filters: SearchFilters | dict | None) -> dict[str, Any] | None:
-        if filters is None:
-            return None
-        if isinstance(filters, dict):
-            try:
-                filters = SearchFilters.model_validate(filters)
-            except ValidationError as error:
-                raise InputError("`filters`: " + "; ".join(
-                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())) from error
-        elif not isinstance(filters, SearchFilters):
-            raise InputError("`filters` must be an object, e.g. {\"year_from\": 2015}")
-        return filters.to_haystack()
-
     def _unavailable(self, error: Exception) -> HTTPException:
-        try:
-            with psycopg.connect(self.connection_string, connect_timeout=3) as connection:
-                connection.execute("SELECT 1")
-        except psycopg.Error:
-            log.error("%s status=503 database not reachable: %s", self.spec.name, error)
-            return HTTPException(503, "The database is not reachable; try again shortly (the operator should "
-                                      "check PostgreSQL / PG_CONN_STR).")
-        log.error("%s status=500 request_id=%s", self.spec.name, current_request_id.get(), exc_info=error)
-        return HTTPException(500, internal_error_detail())
+        return unavailable(self.spec.name, error, self.connection_string)
 
 
 class RetrievalEndpoint(_Endpoint):
@@ -145,7 +117,7 @@ class RetrievalEndpoint(_Endpoint):
         """
         question, _ = redact_personal_data(clean_question(question, self.config.max_question_chars))
         started = time.perf_counter()
-        haystack_filters = self._filters(filters)
+        haystack_filters = to_haystack_filters(filters)
         try:
             documents = self.declared.run(question=question, filters=haystack_filters, top_k=top_k)["documents"]
             took = round((time.perf_counter() - started) * 1000, 1)
@@ -168,15 +140,19 @@ def answer_slots(config: ServeConfig) -> AnswerSlots:
 
 
 class AnswerEndpoint(_Endpoint):
+    """REST and chat over the answering service (pmc_rag.answer_service): parsing requests, rendering replies."""
+
     def setup(self) -> None:
         super().setup()
-        self.slots = answer_slots(self.config)
-        self.cache = None
+        cache = None
         pipeline = self.declared.pipeline
         retriever = next((c for c in (pipeline.get_component(n) for n in pipeline.graph.nodes)
                           if hasattr(c, "tables")), None)  # the BM25 retriever: its index counts corpus changes
         if self.config.cache_entries and retriever is not None:
-            self.cache = AnswerCache(self.connection_string, retriever.tables, self.config.cache_entries)
+            cache = AnswerCache(self.connection_string, retriever.tables, self.config.cache_entries)
+        self.service = AnswerService(
+            self.declared, name=self.spec.name, store=self.history, cache=cache, slots=answer_slots(self.config),
+            max_question_chars=self.config.max_question_chars, carried_chunks=self.config.carried_chunks)
 
     def run_api(self, question: str, filters: SearchFilters | None = None, top_k: TopK | None = None,
                 conversation_id: str | None = None) -> AnswerObject:
@@ -188,109 +164,15 @@ class AnswerEndpoint(_Endpoint):
         :param top_k: How many excerpts the answer may draw on (1-50; default: the pipeline's).
         :param conversation_id: The id a previous answer returned, to ask a follow-up in that conversation.
         """
-        return AnswerObject(**self.answer(question, filters, top_k, conversation_id))
-
-    def answer(self, question: str, filters: SearchFilters | dict | None = None, top_k: int | None = None,
-               conversation_id: str | None = None, *, history: tuple[list[str], dict[str, int]] | None = None,
-               stream: CitationStream | None = None, on_token: Any = None) -> dict[str, Any]:
-        """The whole answering flow for one question; `history` is a resent chat's (queries, numbers)."""
-        started = time.perf_counter()
-        question, redacted = redact_personal_data(clean_question(question, self.config.max_question_chars))
-        haystack_filters = self._filters(filters)
-        if conversation_id is not None and not (0 < len(conversation_id) <= 100 and conversation_id.isprintable()):
-            raise InputError("`conversation_id` must be the id a previous answer returned")
-        try:
-            return self._answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
-                                stream, on_token)
-        except HTTPException:
-            raise
-        except Exception as error:  # the database (or a model) failed mid-answer: 503 if the database is down
-            stop = _stopped_by(error)
-            if stop is not None:
-                raise self._stopped(str(stop), question) from None
-            raise self._unavailable(error) from error
-
-    def _stopped(self, why: str, question: str) -> HTTPException:
-        lifetime = current_lifetime.get()
-        took = time.monotonic() - lifetime.started
-        if why == "client left":  # nobody reads this reply; the log and the audit say what happened
-            log.info("%s status=499 the client went away after %.1f s; its answer was stopped", self.spec.name, took)
-            self.history.audit(self.spec.name, question, 499, timings_ms={"total": round(took * 1000, 1)})
-            return HTTPException(499, "the client went away; its answer was stopped")
-        log.warning("%s status=504 answer stopped at its deadline (%.0f s, queue included)", self.spec.name, took)
-        self.history.audit(self.spec.name, question, 504, timings_ms={"total": round(took * 1000, 1)})
-        return HTTPException(504, f"The answer was not finished within {lifetime.deadline_s:g} s of the request "
-                                  "(time waiting for a turn included), so it was stopped. Ask again when the server "
-                                  "is less busy; the operator can raise server.answer_deadline_s in hayhooks.yml.")
-
-    def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
-                top_k: int | None, conversation_id: str | None, history: Any, stream: CitationStream | None,
-                on_token: Any) -> dict[str, Any]:
-        fixed = fixed_reply(question)
-        if fixed:
-            kind, text = fixed
-            answer = {"kind": kind, "question": question, "answer": text, "redacted": redacted,
-                      "timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}}
-            self.history.audit(self.spec.name, question, 200, answer, conversation_id)
-            log.info("%s status=200 kind=%s", self.spec.name, kind)
-            return answer
-        owner = current_owner.get()
-        try:
-            state = (self.history.load(conversation_id, owner) if conversation_id
-                     else ConversationState(ConversationStore.new_id(), owner=owner))
-        except UnknownConversation:
-            raise HTTPException(404, "unknown `conversation_id`: it was not issued to this API key, or it has "
-                                     "expired. Ask without one to start a conversation, then send back the "
-                                     "`conversation_id` its answer returns.") from None
-        if history is not None:
-            state.questions, state.numbers = history
-        if stream is not None:
-            stream.numbers = state.numbers
-        query = standalone_query(question, state.questions)
-        key = self.cache.key(self.spec.name, query, haystack_filters, top_k) if self.cache else None
-        answer = self.cache.get(key) if key and not state.questions else None
-        cached = answer is not None
-        if answer is None:
-            generation = self.cache.generation() if self.cache else 0
-            inputs = {"top_k": top_k}
-            if "carried_chunk_ids" in self.declared.inputs:
-                inputs["carried_chunk_ids"] = state.cited_chunk_ids[: self.config.carried_chunks] or None
-            lifetime = current_lifetime.get()
-
-            def watched(chunk: Any) -> None:  # generation stops at the next token once the client or time is gone
-                why = lifetime.why_stop()
-                if why:
-                    raise GenerationStopped(why)
-                if on_token is not None:
-                    on_token(chunk)
-
-            with self.slots.turn(lifetime):  # 503 when the queue is full or the wait too long
-                answer = answer_question(self.declared, query, haystack_filters, inputs=inputs,
-                                         streaming_callback=watched,
-                                         on_excerpts=stream.set_excerpts if stream else None)
-            degraded = answer.get("flags", {}).get("local_model_failed") or (
-                answer.get("model") is None and answer.get("failed_generators"))
-            if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
-                self.cache.put(key, answer, generation)
-        answer = renumber(dict(answer), state.numbers)
-        answer.update(kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
-                      conversation_id=state.conversation_id)
-        if cached:
-            answer["timings_ms"] = {"total": round((time.perf_counter() - started) * 1000, 1)}
-        self.history.save_turn(state, question, query, answer)
-        self.history.audit(self.spec.name, question, 200, answer, state.conversation_id)
-        log.info("%s status=200 model=%s cached=%s flags=%s timings_ms={%s} citations=%d", self.spec.name,
-                 answer.get("model"), cached, ",".join(f for f, on in answer.get("flags", {}).items() if on) or "-",
-                 ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer["timings_ms"].items()),
-                 len(answer.get("references", [])))
-        return answer
+        return AnswerObject(**self.service.answer(question, filters, top_k, conversation_id))
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str | Generator:
         """OpenAI chat: the last user message is the question; earlier turns come from the conversation id
         (`conversation_id` in the body or in `metadata`) or, without one, from the history the client resent."""
         question, conversation_id, history = self._chat_request(messages, body)
         if not body.get("stream"):
-            answer = self.answer(question, body.get("filters"), body.get("top_k"), conversation_id, history=history)
+            answer = self.service.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
+                                         history=history)
             return chat_text(answer, streamed="")
         return self._stream(question, body, conversation_id, history)
 
@@ -311,7 +193,7 @@ class AnswerEndpoint(_Endpoint):
         return question, conversation_id, history
 
     def _stream(self, question: str, body: dict, conversation_id: str | None, history: Any) -> Generator:
-        self.slots.refuse_when_full()  # said now, as a 503, while the response has not started yet
+        self.service.slots.refuse_when_full()  # said now, as a 503, while the response has not started yet
         pieces: queue.Queue = queue.Queue()
         stream = CitationStream({})
 
@@ -322,8 +204,8 @@ class AnswerEndpoint(_Endpoint):
 
         def work() -> None:
             try:
-                answer = self.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
-                                     history=history, stream=stream, on_token=on_token)
+                answer = self.service.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
+                                             history=history, stream=stream, on_token=on_token)
                 pieces.put(("done", answer))
             except Exception as error:  # reported in the stream: the HTTP status is already sent
                 pieces.put(("error", error))
@@ -357,15 +239,6 @@ class AnswerEndpoint(_Endpoint):
                 return
 
         return tokens()
-
-
-def _stopped_by(error: BaseException | None) -> GenerationStopped | None:
-    """The GenerationStopped that `error` was raised from (Haystack wraps a component's errors), if any."""
-    for _ in range(10):
-        if error is None or isinstance(error, GenerationStopped):
-            return error
-        error = error.__cause__ or error.__context__
-    return None
 
 
 def _text(content: Any) -> str:

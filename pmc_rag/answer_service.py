@@ -1,0 +1,249 @@
+"""The answering service: one question in, one answer object out, the same for every caller.
+
+`pmc-rag ask`, the REST endpoint and the chat endpoint are thin adapters over `AnswerService`. It checks the
+question (length, control characters; personal data redacted), gives the fixed replies (greetings, emergencies),
+loads the conversation and rewrites a follow-up into a standalone query, answers from the cache or runs the
+pipeline (in a turn of the answer queue, stopped when its caller leaves or its deadline passes), numbers the
+citations for the conversation, saves the turn and writes the audit row.
+
+Refusals are `HTTPException`s (an `InputError` for a bad question): their status and message are what a client
+sees, and the CLI prints the message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+import psycopg
+from fastapi import HTTPException
+from pydantic import ValidationError
+
+from components.remembering_fallback_chat_generator import GenerationStopped
+from pmc_rag.answering import answer_question
+from pmc_rag.pipelines import DeclaredPipeline
+from pmc_rag.serving.answer_slots import AnswerSlots
+from pmc_rag.serving.cache import AnswerCache
+from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
+from pmc_rag.serving.conversation import renumber, standalone_query
+from pmc_rag.serving.guards import InputError, SearchFilters, clean_question, fixed_reply, redact_personal_data
+from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
+from pmc_rag.serving.streaming import CitationStream
+
+log = logging.getLogger("pmc_rag.serve")
+
+
+class AnswerService:
+    """
+    Answers questions with one answering pipeline, for any caller.
+
+    Usage:
+    ```python
+    service = AnswerService(load_declared_pipeline("rag"), name="cli")       # no conversations, cache or audit
+    answer = service.fixed_answer(question) or service.answer(question)    # fixed_answer needs no database
+    ```
+
+    :param pipeline: The answering pipeline (warmed up on first use if it is not yet).
+    :param name: Its name in logs and the audit table (the endpoint's name).
+    :param store: Conversations and the audit table; None: no conversations, no audit (the CLI).
+    :param cache: Answers to repeated questions; None: none.
+    :param slots: The answer queue; None: no queue (one caller, the CLI).
+    :param max_question_chars: Longer questions are refused.
+    :param carried_chunks: Earlier cited chunks offered again to a follow-up question's excerpts.
+    """
+
+    def __init__(self, pipeline: DeclaredPipeline, *, name: str, store: ConversationStore | None = None,
+                 cache: AnswerCache | None = None, slots: AnswerSlots | None = None, max_question_chars: int = 2000,
+                 carried_chunks: int = 5):
+        self.pipeline = pipeline
+        self.name = name
+        self.store = store
+        self.cache = cache
+        self.slots = slots
+        self.max_question_chars = max_question_chars
+        self.carried_chunks = carried_chunks
+
+    def warm_up(self) -> None:
+        if not self.pipeline.warmed_up:
+            self.pipeline.warm_up()
+
+    def checked(self, question: Any) -> tuple[str, list[str]]:
+        """The question as answered: checked (InputError when empty, too long, or holding control characters),
+        whitespace normalised, personal data redacted; and the kinds of data redacted."""
+        return redact_personal_data(clean_question(question, self.max_question_chars))
+
+    def fixed_answer(self, question: Any) -> dict[str, Any] | None:
+        """The answer object of a fixed reply (greeting, emergency) to the question, or None; no database, no
+        model. Raises InputError for a question that would be refused."""
+        started = time.perf_counter()
+        return _fixed(*self.checked(question), started)
+
+    def answer(self, question: Any, filters: SearchFilters | dict | None = None, top_k: int | None = None,
+               conversation_id: str | None = None, *, history: tuple[list[str], dict[str, int]] | None = None,
+               stream: CitationStream | None = None, on_token: Any = None) -> dict[str, Any]:
+        """
+        The whole answering flow for one question.
+
+        :param history: A resent chat's earlier (queries, citation numbers), when there is no conversation id.
+        :param stream: Told the conversation's citation numbers and the excerpts, to check streamed citations.
+        :param on_token: Called with each generated token.
+        """
+        started = time.perf_counter()
+        question, redacted = self.checked(question)
+        haystack_filters = to_haystack_filters(filters)
+        if conversation_id is not None and not (0 < len(conversation_id) <= 100 and conversation_id.isprintable()):
+            raise InputError("`conversation_id` must be the id a previous answer returned")
+        fixed = _fixed(question, redacted, started)
+        if fixed:
+            self._audit(question, 200, fixed, conversation_id)
+            log.info("%s status=200 kind=%s", self.name, fixed["kind"])
+            return fixed
+        try:
+            return self._answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
+                                stream, on_token)
+        except HTTPException:
+            raise
+        except Exception as error:  # the database (or a model) failed mid-answer: 503 if the database is down
+            stop = _stopped_by(error)
+            if stop is not None:
+                raise self._stopped(str(stop), question) from None
+            raise unavailable(self.name, error) from error
+
+    def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
+                top_k: int | None, conversation_id: str | None, history: Any, stream: CitationStream | None,
+                on_token: Any) -> dict[str, Any]:
+        state = self._conversation(conversation_id)
+        if history is not None:
+            state.questions, state.numbers = history
+        if stream is not None:
+            stream.numbers = state.numbers
+        query = standalone_query(question, state.questions)
+        key = self.cache.key(self.name, query, haystack_filters, top_k) if self.cache else None
+        answer = self.cache.get(key) if key and not state.questions else None
+        cached = answer is not None
+        if answer is None:
+            generation = self.cache.generation() if self.cache else 0
+            answer = self._run(query, haystack_filters, top_k, state, stream, on_token)
+            degraded = answer.get("flags", {}).get("local_model_failed") or (
+                answer.get("model") is None and answer.get("failed_generators"))
+            if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
+                self.cache.put(key, answer, generation)
+        answer = renumber(dict(answer), state.numbers)
+        answer.update(kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
+                      conversation_id=state.conversation_id)
+        if cached:
+            answer["timings_ms"] = {"total": round((time.perf_counter() - started) * 1000, 1)}
+        if self.store is not None:
+            self.store.save_turn(state, question, query, answer)
+        self._audit(question, 200, answer, state.conversation_id)
+        log.info("%s status=200 model=%s cached=%s flags=%s timings_ms={%s} citations=%d", self.name,
+                 answer.get("model"), cached, ",".join(f for f, on in answer.get("flags", {}).items() if on) or "-",
+                 ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer["timings_ms"].items()),
+                 len(answer.get("references", [])))
+        return answer
+
+    def _conversation(self, conversation_id: str | None) -> ConversationState:
+        if self.store is None:
+            if conversation_id:
+                raise InputError("conversations are kept by `pmc-rag serve`; ask without `conversation_id` here")
+            return ConversationState(None)
+        owner = current_owner.get()
+        if not conversation_id:
+            return ConversationState(ConversationStore.new_id(), owner=owner)
+        try:
+            return self.store.load(conversation_id, owner)
+        except UnknownConversation:
+            raise HTTPException(404, "unknown `conversation_id`: it was not issued to this API key, or it has "
+                                     "expired. Ask without one to start a conversation, then send back the "
+                                     "`conversation_id` its answer returns.") from None
+
+    def _run(self, query: str, haystack_filters: dict | None, top_k: int | None, state: ConversationState,
+             stream: CitationStream | None, on_token: Any) -> dict[str, Any]:
+        self.warm_up()
+        inputs = {"top_k": top_k}
+        if "carried_chunk_ids" in self.pipeline.inputs:
+            inputs["carried_chunk_ids"] = state.cited_chunk_ids[: self.carried_chunks] or None
+        lifetime = current_lifetime.get()
+
+        def watched(chunk: Any) -> None:  # generation stops at the next token once the caller or time is gone
+            why = lifetime.why_stop()
+            if why:
+                raise GenerationStopped(why)
+            if on_token is not None:
+                on_token(chunk)
+
+        def run() -> dict[str, Any]:
+            return answer_question(self.pipeline, query, haystack_filters, inputs=inputs, streaming_callback=watched,
+                                   on_excerpts=stream.set_excerpts if stream else None)
+
+        if self.slots is None:
+            return run()
+        with self.slots.turn(lifetime):  # 503 when the queue is full or the wait too long
+            return run()
+
+    def _stopped(self, why: str, question: str) -> HTTPException:
+        lifetime = current_lifetime.get()
+        took = time.monotonic() - lifetime.started
+        if why == "client left":  # nobody reads this reply; the log and the audit say what happened
+            log.info("%s status=499 the client went away after %.1f s; its answer was stopped", self.name, took)
+            self._audit(question, 499, timings_ms={"total": round(took * 1000, 1)})
+            return HTTPException(499, "the client went away; its answer was stopped")
+        log.warning("%s status=504 answer stopped at its deadline (%.0f s, queue included)", self.name, took)
+        self._audit(question, 504, timings_ms={"total": round(took * 1000, 1)})
+        return HTTPException(504, f"The answer was not finished within {lifetime.deadline_s:g} s of the request "
+                                  "(time waiting for a turn included), so it was stopped. Ask again when the server "
+                                  "is less busy; the operator can raise server.answer_deadline_s in hayhooks.yml.")
+
+    def _audit(self, question: str, status: int, answer: dict[str, Any] | None = None,
+               conversation_id: str | None = None, timings_ms: dict[str, float] | None = None) -> None:
+        if self.store is not None:
+            self.store.audit(self.name, question, status, answer, conversation_id, timings_ms)
+
+
+def _fixed(question: str, redacted: list[str], started: float) -> dict[str, Any] | None:
+    fixed = fixed_reply(question)
+    if not fixed:
+        return None
+    kind, text = fixed
+    return {"kind": kind, "question": question, "answer": text, "redacted": redacted, "references": [],
+            "notes": [], "timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}}
+
+
+def to_haystack_filters(filters: SearchFilters | dict | None) -> dict[str, Any] | None:
+    """Request filters (checked: InputError naming the bad field) as a Haystack filter, or None."""
+    if filters is None:
+        return None
+    if isinstance(filters, dict):
+        try:
+            filters = SearchFilters.model_validate(filters)
+        except ValidationError as error:
+            raise InputError("`filters`: " + "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())) from error
+    elif not isinstance(filters, SearchFilters):
+        raise InputError("`filters` must be an object, e.g. {\"year_from\": 2015}")
+    return filters.to_haystack()
+
+
+def unavailable(name: str, error: Exception, connection_string: str | None = None) -> HTTPException:
+    """What a failure mid-request becomes: 503 when the database is not reachable (it says so), else a 500 that
+    shows only the request id (the log has the traceback)."""
+    try:
+        with psycopg.connect(connection_string or os.environ.get("PG_CONN_STR", ""), connect_timeout=3) as connection:
+            connection.execute("SELECT 1")
+    except psycopg.Error:
+        log.error("%s status=503 database not reachable: %s", name, error)
+        return HTTPException(503, "The database is not reachable; try again shortly (the operator should check "
+                                  "PostgreSQL / PG_CONN_STR).")
+    log.error("%s status=500 request_id=%s", name, current_request_id.get(), exc_info=error)
+    return HTTPException(500, internal_error_detail())
+
+
+def _stopped_by(error: BaseException | None) -> GenerationStopped | None:
+    """The GenerationStopped that `error` was raised from (Haystack wraps a component's errors), if any."""
+    for _ in range(10):
+        if error is None or isinstance(error, GenerationStopped):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
