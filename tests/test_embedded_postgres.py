@@ -14,7 +14,6 @@ from pathlib import Path
 import httpx
 import psutil
 import psycopg
-import pytest
 import yaml
 from haystack import Document
 
