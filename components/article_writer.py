@@ -9,11 +9,10 @@ import psycopg
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.errors import DocumentStoreError
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
-from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from components.reconnecting import run_reconnecting
+from components.store_connection import connect, run_reconnecting
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +80,7 @@ class ArticleWriter:
             return
         # Counting through the store makes it create the extension, the table and its indexes as configured.
         self.document_store.count_documents()
-        connection = psycopg.connect(self.document_store.connection_string.resolve_value() or "", autocommit=True)
-        register_vector(connection)
+        connection = connect(self.document_store)
         index = sql.Identifier(f"{self.document_store.table_name}_source_id_idx")
         connection.execute(
             sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ((meta->>{}))").format(

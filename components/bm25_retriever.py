@@ -10,12 +10,11 @@ from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
-from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.rows import dict_row
 
 from components.bm25_index import BM25Tables, ensure_bm25_index
-from components.reconnecting import run_reconnecting
+from components.store_connection import connect, run_reconnecting
 
 # Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)).
 # Only the question's `max_query_terms` most informative terms (highest idf) are scored, which bounds the work
@@ -132,8 +131,7 @@ class PgvectorBM25Retriever:
         if self._connection is not None and not self._connection.closed:
             return
         self.document_store.count_documents()  # the store creates its table (and extension) if missing
-        connection = psycopg.connect(self.document_store.connection_string.resolve_value() or "", autocommit=True)
-        register_vector(connection)
+        connection = connect(self.document_store)
         ensure_bm25_index(connection, self.tables)
         self._connection = connection
 

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from components.bm25_index import BM25Tables, corpus_generation
-from components.reconnecting import run_reconnecting
+from components.store_connection import run_reconnecting
 
 
 class AnswerCache:

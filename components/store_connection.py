@@ -1,6 +1,6 @@
-"""Running a statement on a connection the server may have closed since its last use.
+"""The connection a component keeps to its document store's database, shared by the writer and the BM25 retriever.
 
-pmc-rag's sessions with the embedded PostgreSQL end after a few seconds idle (so that a server asked to shut down
+`connect(store)` opens it as both want it (autocommit, pgvector's types registered). pmc-rag's sessions with the embedded PostgreSQL end after a few seconds idle (so that a server asked to shut down
 is not kept waiting by them), and any server may restart; a component that keeps a connection between runs then
 holds one that fails on first use. `run_reconnecting` connects anew and runs the work once more in that case.
 """
@@ -8,11 +8,19 @@ holds one that fails on first use. `run_reconnecting` connects anew and runs the
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
+from pgvector.psycopg import register_vector
 
 T = TypeVar("T")
+
+
+def connect(document_store: Any) -> psycopg.Connection:
+    """A connection to `document_store`'s database (a PgvectorDocumentStore): autocommit, vector type registered."""
+    connection = psycopg.connect(document_store.connection_string.resolve_value() or "", autocommit=True)
+    register_vector(connection)
+    return connection
 
 
 def run_reconnecting(connection: Callable[[], psycopg.Connection], reconnect: Callable[[], None],
