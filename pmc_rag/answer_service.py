@@ -17,12 +17,12 @@ import os
 import time
 from typing import Any
 
-import psycopg
 from fastapi import HTTPException
 from pydantic import ValidationError
 
 from components.remembering_fallback_chat_generator import GenerationStopped
 from pmc_rag.answering import answer_question
+from pmc_rag.database import unreachable
 from pmc_rag.pipelines import DeclaredPipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
@@ -229,10 +229,7 @@ def to_haystack_filters(filters: SearchFilters | dict | None) -> dict[str, Any] 
 def unavailable(name: str, error: Exception, connection_string: str | None = None) -> HTTPException:
     """What a failure mid-request becomes: 503 when the database is not reachable (it says so), else a 500 that
     shows only the request id (the log has the traceback)."""
-    try:
-        with psycopg.connect(connection_string or os.environ.get("PG_CONN_STR", ""), connect_timeout=3) as connection:
-            connection.execute("SELECT 1")
-    except psycopg.Error:
+    if unreachable(connection_string or os.environ.get("PG_CONN_STR", ""), timeout_s=3):
         log.error("%s status=503 database not reachable: %s", name, error)
         return HTTPException(503, "The database is not reachable; try again shortly (the operator should check "
                                   "PostgreSQL / PG_CONN_STR).")

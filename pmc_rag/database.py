@@ -80,6 +80,16 @@ def _log_tail(lines: int = 3) -> str:
     return ", which ends: " + " | ".join(line.strip() for line in tail) if tail else ""
 
 
+def unreachable(connection_string: str, timeout_s: int = 2) -> str | None:
+    """Why the server does not answer `SELECT 1` within `timeout_s` (one line), or None when it does."""
+    try:
+        with psycopg.connect(connection_string, connect_timeout=timeout_s) as connection:
+            connection.execute("SELECT 1")
+    except psycopg.Error as error:
+        return " ".join(str(error).split())[:200] or type(error).__name__
+    return None
+
+
 def check_server(connection_string: str) -> None:
     """Fail early, and clearly, if the server is unreachable, too old, or lacks pgvector."""
     where = redact(connection_string)

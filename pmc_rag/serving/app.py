@@ -19,13 +19,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import yaml
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
+from pmc_rag.database import unreachable
 from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
 from pmc_rag.paths import home
 from pmc_rag.serving import endpoints
@@ -123,12 +123,9 @@ def health_report(config: ServeConfig) -> dict[str, Any]:
     from pmc_rag.models import EMBEDDED_LLMS, is_verified
 
     report: dict[str, Any] = {"status": "ok"}
-    try:
-        with psycopg.connect(os.environ.get("PG_CONN_STR", ""), connect_timeout=2) as connection:
-            connection.execute("SELECT 1")
-        report["database"] = "ok"
-    except psycopg.Error as error:
-        report["database"] = f"unreachable: {' '.join(str(error).split())[:200]}"
+    problem = unreachable(os.environ.get("PG_CONN_STR", ""))
+    report["database"] = f"unreachable: {problem}" if problem else "ok"
+    if problem:
         report["status"] = "unavailable"
     report["endpoints"] = {e.name: "loaded" for e in config.endpoints}  # setup() warmed each up or the start failed
     # From the watcher's last check (every 2 s), so /health never waits on a busy or hung model server.
