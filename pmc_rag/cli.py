@@ -154,11 +154,12 @@ def _ingest(args: argparse.Namespace) -> int:
 def _ask(args: argparse.Namespace) -> int:
     import json
 
+    from fastapi import HTTPException
+
     from pmc_rag.answer_service import AnswerService
     from pmc_rag.database import ensure_database
     from pmc_rag.pipelines import load_declared_pipeline
     from pmc_rag.serving.config import load_serve_config
-    from fastapi import HTTPException
 
     # The server's answering service and limits, without conversations, cache or audit (one question, no server).
     service = AnswerService(load_declared_pipeline(args.pipeline), name="cli",

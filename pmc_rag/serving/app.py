@@ -83,6 +83,7 @@ def build_app(config: ServeConfig) -> FastAPI:
     for endpoint in config.endpoints:
         if not endpoint.rest:
             app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", "") != f"/{endpoint.name}/run"]
+    app.state.local_models = local_model_specs(config)  # read once: /health reports them, serve stops them
     _add_routes(app, config)
     app.add_middleware(RequestGate, config=config, api_key=api_key)
     app.openapi_schema = None
@@ -98,7 +99,7 @@ def _add_routes(app: FastAPI, config: ServeConfig) -> None:
 
     async def health() -> JSONResponse:
         # Off the event loop: the database and Ollama checks block, and other requests must not wait on them.
-        report = await run_in_threadpool(health_report, config)
+        report = await run_in_threadpool(health_report, config, app.state.local_models)
         # 503 only when nothing can be answered; a failed local model still leaves quoted answers ("degraded").
         return JSONResponse(report, status_code=503 if report["status"] == "unavailable" else 200)
 
@@ -119,7 +120,7 @@ def local_model_specs(config: ServeConfig) -> list[LocalModelSpec]:
     return list(specs.values())
 
 
-def health_report(config: ServeConfig) -> dict[str, Any]:
+def health_report(config: ServeConfig, local_models: list[LocalModelSpec]) -> dict[str, Any]:
     from pmc_rag.models import EMBEDDED_LLMS, is_verified
 
     report: dict[str, Any] = {"status": "ok"}
@@ -129,7 +130,7 @@ def health_report(config: ServeConfig) -> dict[str, Any]:
         report["status"] = "unavailable"
     report["endpoints"] = {e.name: "loaded" for e in config.endpoints}  # setup() warmed each up or the start failed
     # From the watcher's last check (every 2 s), so /health never waits on a busy or hung model server.
-    local = {spec.url: local_model_server(spec).status() for spec in local_model_specs(config)}
+    local = {spec.url: local_model_server(spec).status() for spec in local_models}
     if local:
         report["local_models"] = local
         if report["status"] == "ok" and any(entry["state"] != "running" for entry in local.values()):
@@ -273,9 +274,8 @@ def check_chat_fields(data: dict[str, Any], max_question_chars: int) -> tuple[in
                 clean_question(content, max_question_chars)
             except InputError as error:
                 return 422, f"{where}: {error.detail}"
-    for field in ("conversation_id",):
-        if data.get(field) is not None and not isinstance(data[field], str):
-            return 422, f"`{field}` must be a string (the id a previous answer returned)"
+    if data.get("conversation_id") is not None and not isinstance(data["conversation_id"], str):
+        return 422, "`conversation_id` must be a string (the id a previous answer returned)"
     metadata = data.get("metadata")
     if metadata is not None and (not isinstance(metadata, dict) or not isinstance(
             metadata.get("conversation_id", ""), str)):
@@ -411,7 +411,7 @@ def serve(config: ServeConfig) -> None:
         Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")).run()
     finally:
         stop_watching.set()
-        for spec in local_model_specs(config):  # the model servers this server started go with it
+        for spec in app.state.local_models:  # the model servers this server started go with it
             local = local_model_server(spec)
             local.stop_watching()
             if local.process is not None:
