@@ -43,7 +43,7 @@ from pmc_rag.pipelines import (
     PipelineError,
     document_store_of,
     load_declared_pipeline,
-    resolve_pipeline_path,
+    pipeline_spec,
 )
 
 TOP_K = 10
@@ -60,8 +60,7 @@ EMPTY_REPLY = {"type": "components.empty_reply_generator.EmptyReplyGenerator", "
 def shipped_variants() -> list[Path]:
     """Every pipeline in pipelines/ that retrieves or answers (not indexing), in SHIPPED_ORDER, others after."""
     paths = [p for p in PIPELINES_DIR.glob("*.yml")
-             if set((yaml.safe_load(p.read_text(encoding="utf-8")) or {}).get("outputs") or {}) & {"documents",
-                                                                                                    "answer"}]
+             if set(pipeline_spec(p)[1].get("outputs") or {}) & {"documents", "answer"}]
     rank = {name: i for i, name in enumerate(SHIPPED_ORDER)}
     return sorted(paths, key=lambda p: (rank.get(p.stem, len(rank)), p.stem))
 
@@ -107,11 +106,12 @@ def _models(spec: Any) -> list[str]:
 def load_variant(name_or_path: str | Path, retrieval_only: bool) -> Variant:
     """Load and warm up a variant; a variant that cannot start is kept with its error (its row says why)."""
     try:
-        path = resolve_pipeline_path(name_or_path)
+        path, spec = pipeline_spec(name_or_path)
     except PipelineError as error:
         return Variant(Path(str(name_or_path)).stem, Path(str(name_or_path)), "", [], error=str(error))
-    text = path.read_text(encoding="utf-8")
-    variant = Variant(path.stem, path, hashlib.sha256(text.encode()).hexdigest(), _models(yaml.safe_load(text)))
+    # The hash of the pipeline as run: a change to a variant's base changes it too.
+    resolved = yaml.safe_dump(spec, sort_keys=False)
+    variant = Variant(path.stem, path, hashlib.sha256(resolved.encode()).hexdigest(), _models(spec))
     try:
         pipeline = load_declared_pipeline(path, edit=_without_generation if retrieval_only else None)
         if not {"documents", "answer"} & set(pipeline.outputs):

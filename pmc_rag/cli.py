@@ -4,6 +4,7 @@
     pmc-rag ingest PATH...        ingest PMC/JATS, PubMed XML or PubMedQA JSONL files, folders or globs
     pmc-rag ask "QUESTION"        a short answer with numbered citations, and its references
     pmc-rag status                what is indexed, where, and which models are ready
+    pmc-rag pipeline show NAME    the plain Haystack YAML a pipeline file (a variant, say) stands for
     pmc-rag model start|stop|status   the local model server that runs the embedded LLM
     pmc-rag bench ingest          chunks/s of parsing, embedding and writing, against plain Haystack
     pmc-rag bench keyword         BM25 latency (p50/p95) and hits at the corpus's size and at 100k chunks
@@ -103,6 +104,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="answering pipeline whose local model server to report (default: %(default)s)")
     status.set_defaults(handler=_status)
 
+    pipeline = commands.add_parser("pipeline", help="show the plain pipeline YAML a file in pipelines/ resolves to")
+    pipeline.add_argument("action", choices=["show"])
+    pipeline.add_argument("name", help="a pipeline name (rag_rerank) or file")
+    pipeline.set_defaults(handler=_pipeline)
+
     model = commands.add_parser("model", help="the local model server: start, stop or show it")
     model.add_argument("action", choices=["start", "stop", "status"])
     model.add_argument("--pipeline", default="rag", help="the answering pipeline that declares it (default: "
@@ -131,6 +137,16 @@ def _parser() -> argparse.ArgumentParser:
                            help="time only these paths (default: all three)")
     bench_llm.set_defaults(handler=_bench_llm)
     return parser
+
+
+def _pipeline(args: argparse.Namespace) -> int:
+    """Print the resolved YAML: what `Pipeline.loads` and Hayhooks get, a variant's base and changes applied."""
+    import yaml
+
+    from pmc_rag.pipelines import pipeline_spec
+
+    print(yaml.safe_dump(pipeline_spec(args.name)[1], sort_keys=False, width=120), end="")
+    return 0
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -221,6 +237,9 @@ def _setup(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline)
     chunks = _writer_store(pipeline).count_documents()
     if chunks:
+        # Set-up time: the writer installs what the table needs (the BM25 index) if an older version made it.
+        if hasattr(_writer(pipeline), "warm_up"):
+            _writer(pipeline).warm_up()
         print(f"Index already holds {chunks} chunks: nothing to ingest.")
     elif args.no_sample:
         print("Index is empty; skipping the sample corpus as asked.")
@@ -382,14 +401,17 @@ def _bench_llm(args: argparse.Namespace) -> int:
                          paths=args.paths)
 
 
-def _writer_store(pipeline):
-    """The document store of the pipeline's writer (the component that has one)."""
-    from pmc_rag.pipelines import document_store_of
+def _writer(pipeline):
+    """The indexing pipeline's writer: the component with a document store."""
+    for name in pipeline.graph.nodes:
+        component = pipeline.get_component(name)
+        if getattr(component, "document_store", None) is not None:
+            return component
+    raise ValueError("the indexing pipeline has no component with a document_store")
 
-    store = document_store_of(pipeline)
-    if store is None:
-        raise ValueError("the indexing pipeline has no component with a document_store")
-    return store
+
+def _writer_store(pipeline):
+    return _writer(pipeline).document_store
 
 
 if __name__ == "__main__":

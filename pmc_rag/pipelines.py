@@ -16,6 +16,7 @@ from pmc_rag.environment import ALLOWED_MODULES
 from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server
 from pmc_rag.local_llm.supervisor import api_key as local_llm_api_key
 from pmc_rag.paths import PIPELINES_DIR
+from pmc_rag.pipeline_files import PipelineFileError, resolve_pipeline_spec
 
 
 class PipelineError(RuntimeError):
@@ -33,9 +34,19 @@ def resolve_pipeline_path(name_or_path: str | Path) -> Path:
     raise PipelineError(f"pipeline file {name_or_path} not found (looked in the current folder and {PIPELINES_DIR})")
 
 
-def load_pipeline(name_or_path: str | Path) -> Pipeline:
+def pipeline_spec(name_or_path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """The file a name stands for, and the plain pipeline YAML it resolves to (a variant's base and changes
+    applied, the shared store included; see pmc_rag/pipeline_files.py)."""
     path = resolve_pipeline_path(name_or_path)
-    return _load(path, path.read_text(encoding="utf-8"))
+    try:
+        return path, resolve_pipeline_spec(path)
+    except PipelineFileError as error:
+        raise PipelineError(str(error)) from None
+
+
+def load_pipeline(name_or_path: str | Path) -> Pipeline:
+    path, spec = pipeline_spec(name_or_path)
+    return _load(path, yaml.safe_dump(spec, sort_keys=False))
 
 
 def document_store_of(pipeline: Pipeline) -> Any | None:
@@ -139,12 +150,10 @@ def load_declared_pipeline(name_or_path: str | Path,
     `edit`, if given, changes the parsed YAML in place before the pipeline is built (the evaluation uses it to
     leave generation out); the file itself is not touched.
     """
-    path = resolve_pipeline_path(name_or_path)
-    text = path.read_text(encoding="utf-8")
-    spec = yaml.safe_load(text) or {}
+    path, spec = pipeline_spec(name_or_path)
     if edit is not None:
         edit(spec)
-        text = yaml.safe_dump(spec, sort_keys=False)
+    text = yaml.safe_dump(spec, sort_keys=False)
     local_model = None
     if spec.get("local_model"):
         try:

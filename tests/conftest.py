@@ -23,6 +23,7 @@ from haystack import Pipeline  # noqa: E402
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore  # noqa: E402
 
 from pmc_rag.models import seed_embedding_model  # noqa: E402
+from pmc_rag.pipeline_files import resolve_pipeline_spec  # noqa: E402
 from pmc_rag.pipelines import ALLOWED_MODULES  # noqa: E402
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +90,7 @@ def indexing_yaml_for(table_name: str, **changes) -> str:
 
     `changes` maps "component.parameter" (or "store.parameter") to a new value.
     """
-    spec = yaml.safe_load(INDEXING_YAML.read_text())
+    spec = resolve_pipeline_spec(INDEXING_YAML)
     store_params = spec["components"]["writer"]["init_parameters"]["document_store"]["init_parameters"]
     store_params.update(
         table_name=table_name, hnsw_index_name=f"{table_name}_hnsw", keyword_index_name=f"{table_name}_keyword"
@@ -138,9 +139,9 @@ def local_model_servers_stopped_at_the_end():
 
 
 def pipeline_file_for(name: str, table_name: str, folder: Path) -> Path:
-    """A copy of pipelines/<name>.yml pointed at a test table (and its indexes) and the tests' model server."""
-    text = (PROJECT_ROOT / "pipelines" / f"{name}.yml").read_text().replace("pmc_chunks", table_name)
-    text = text.replace("http://127.0.0.1:1417/v1", TEST_LLM_URL)
-    path = folder / f"{name}.yml"
-    path.write_text(text)
-    return path
+    """pipelines/<name>.yml, copied into `folder` pointed at a test table (and its indexes) and the tests' model
+    server. The files it extends or includes are copied along (each with the same changes)."""
+    for source in (PROJECT_ROOT / "pipelines").glob("*.yml"):
+        text = source.read_text().replace("pmc_chunks", table_name)
+        (folder / source.name).write_text(text.replace("http://127.0.0.1:1417/v1", TEST_LLM_URL))
+    return folder / f"{name}.yml"

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from haystack import Pipeline
 
+from pmc_rag.pipeline_files import resolve_pipeline_spec
 from pmc_rag.pipelines import ALLOWED_MODULES, PipelineError, load_pipeline
 
 from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for
@@ -76,7 +76,7 @@ def test_every_pipeline_yaml_loads_and_round_trips(path: Path):
 
 
 def test_indexing_yaml_says_what_it_promises():
-    spec = yaml.safe_load((PROJECT_ROOT / "pipelines/indexing.yml").read_text())
+    spec = resolve_pipeline_spec(PROJECT_ROOT / "pipelines/indexing.yml")
     components = spec["components"]
     assert components["embedder"]["init_parameters"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     store = components["writer"]["init_parameters"]["document_store"]["init_parameters"]

@@ -19,7 +19,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import yaml
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
@@ -28,6 +27,7 @@ from starlette.routing import Route
 from pmc_rag.database import unreachable
 from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
 from pmc_rag.paths import home
+from pmc_rag.pipelines import pipeline_spec
 from pmc_rag.serving import endpoints
 from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_owner, current_request_id,
                                     internal_error_detail, owner_of)
@@ -113,7 +113,7 @@ def local_model_specs(config: ServeConfig) -> list[LocalModelSpec]:
     """The local model servers the endpoints' pipelines declare (each address once)."""
     specs: dict[str, LocalModelSpec] = {}
     for endpoint in config.endpoints:
-        section = (yaml.safe_load(endpoint.pipeline.read_text(encoding="utf-8")) or {}).get("local_model")
+        section = pipeline_spec(endpoint.pipeline)[1].get("local_model")
         if section:
             spec = LocalModelSpec.from_yaml(section, str(endpoint.pipeline))
             specs.setdefault(spec.url, spec)
