@@ -10,7 +10,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from components.citations import content_words
+from pmc_rag.components.citations import content_words
 
 RESOURCES = Path(__file__).resolve().parent / "resources"
 DEFAULT_LISTS = ["medical_abbreviations.tsv", "diabetes_abbreviations.tsv"]
@@ -35,7 +35,7 @@ class AbbreviationExpander:
 
     Usage:
     ```python
-    from components.abbreviation_expander import AbbreviationExpander
+    from pmc_rag.components.abbreviation_expander import AbbreviationExpander
 
     expander = AbbreviationExpander(preferred_senses={"MI": "myocardial infarction"})
     expander.run(query="Does SGLT2 inhibition lower the risk of MI?")["query"]
@@ -43,7 +43,7 @@ class AbbreviationExpander:
     ```
     """
 
-    def __init__(self, lists: list[str] | None = None, preferred_senses: dict[str, str] | None = None):
+    def __init__(self, *, lists: list[str] | None = None, preferred_senses: dict[str, str] | None = None):
         """
         :param lists: TSV files to read, as paths or as names of files in `components/resources/`.
         :param preferred_senses: The sense to use for an ambiguous abbreviation, e.g. `{"DM": "diabetes mellitus"}`.

@@ -12,7 +12,8 @@ from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from components.store_connection import connect, run_reconnecting
+from pmc_rag.components.bm25_index import BM25Tables, ensure_bm25_index
+from pmc_rag.components.store_connection import connect, run_reconnecting
 
 logger = logging.getLogger(__name__)
 
@@ -37,14 +38,14 @@ class ArticleWriter:
     Usage:
     ```python
     from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
-    from components.article_writer import ArticleWriter
+    from pmc_rag.components.article_writer import ArticleWriter
 
     writer = ArticleWriter(document_store=PgvectorDocumentStore(table_name="pmc_chunks", embedding_dimension=384))
     writer.run(documents=embedded_chunks)  # {"documents_written": 12, "documents_deleted": 0}
     ```
     """
 
-    def __init__(self, document_store: PgvectorDocumentStore, source_id_field: str = "source_id"):
+    def __init__(self, *, document_store: PgvectorDocumentStore, source_id_field: str = "source_id"):
         """
         :param document_store: The pgvector store whose table receives the chunks (created if missing).
         :param source_id_field: The metadata field that names a chunk's article.
@@ -75,7 +76,8 @@ class ArticleWriter:
         )
 
     def warm_up(self) -> None:
-        """Connect, create the table if needed (through the store), index `source_id`, and check dimensions."""
+        """Connect, create the table if needed (through the store), index `source_id`, install the BM25 index
+        (or rebuild it if it no longer matches the table), and check dimensions."""
         if self._connection is not None and not self._connection.closed:
             return
         # Counting through the store makes it create the extension, the table and its indexes as configured.
@@ -87,6 +89,8 @@ class ArticleWriter:
                 index, self.table, sql.Literal(self.source_id_field)
             )
         )
+        # Schema changes belong here, at indexing time: the BM25 index's triggers then keep it current.
+        ensure_bm25_index(connection, BM25Tables.of(self.document_store))
         self._table_dimension = self._read_table_dimension(connection)
         self._connection = connection
         self._check_dimension(self.document_store.embedding_dimension, "the store's `embedding_dimension`")

@@ -19,6 +19,7 @@ the index is new or no longer matches it (say, after the table was dropped and c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -29,6 +30,11 @@ class BM25Tables:
     schema: str
     table: str
     language: str
+
+    @classmethod
+    def of(cls, store: Any) -> BM25Tables:
+        """The tables of a pgvector document store's chunk table."""
+        return cls(store.schema_name, store.table_name, store.language)
 
     @property
     def chunks(self) -> sql.Identifier:
@@ -164,6 +170,17 @@ def ensure_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> boo
     # Fresh statistics, or the planner guesses at the new tables' sizes (outside the transaction: cheap).
     connection.execute(tables.format("ANALYZE {terms}, {docs}, {postings}"))
     return True
+
+
+class BM25IndexMissing(RuntimeError):
+    """The chunk table has no BM25 index (the indexing pipeline's writer and `pmc-rag setup` install it)."""
+
+
+def bm25_index_exists(connection: psycopg.Connection, tables: BM25Tables) -> bool:
+    """Whether the side tables and all four triggers are there (a read-only check)."""
+    stats = connection.execute("SELECT to_regclass(%s)", (f'"{tables.schema}"."{tables.table}__bm25_stats"',)
+                               ).fetchone()[0]
+    return stats is not None and all(_trigger_exists(connection, tables, event) for event in _TRIGGERS)
 
 
 def corpus_generation(connection: psycopg.Connection, tables: BM25Tables) -> int:

@@ -6,15 +6,14 @@ from typing import Any
 
 import psycopg
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.document_stores.types import FilterPolicy
-from haystack.document_stores.types.filter_policy import apply_filter_policy
+from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
-from haystack_integrations.document_stores.pgvector.filters import _convert_filters_to_where_clause_and_params
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from components.bm25_index import BM25Tables, ensure_bm25_index
-from components.store_connection import connect, run_reconnecting
+from pmc_rag.components.bm25_index import BM25IndexMissing, BM25Tables, bm25_index_exists
+from pmc_rag.components.sql_filters import filter_condition
+from pmc_rag.components.store_connection import connect, run_reconnecting
 
 # Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)).
 # Only the question's `max_query_terms` most informative terms (highest idf) are scored, which bounds the work
@@ -57,15 +56,16 @@ class PgvectorBM25Retriever:
     IDF), a chunk matches if it shares any content term with the question, and ranking is true BM25 with
     `k1` and `b`. Stop words go and words are stemmed by PostgreSQL's text search configuration for the store's
     `language`, for chunks and questions alike. The index lives in side tables kept current by triggers (see
-    `components.bm25_index`); `warm_up` installs it and builds it from existing rows the first time. User text
+    `pmc_rag.components.bm25_index`), which the indexing pipeline's `ArticleWriter` installs. User text
     reaches SQL only as a bound parameter. Filters work as for the other pgvector retrievers.
 
     Usage:
     ```python
     from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
-    from components.bm25_retriever import PgvectorBM25Retriever
+    from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 
     retriever = PgvectorBM25Retriever(document_store=PgvectorDocumentStore(table_name="pmc_chunks"), top_k=10)
+    # (the table was filled through pipelines/indexing.yml, whose writer installed the BM25 index)
     retriever.warm_up()
     documents = retriever.run(query="Does metformin lower HbA1c in type 2 diabetes?")["documents"]
     ```
@@ -73,6 +73,7 @@ class PgvectorBM25Retriever:
 
     def __init__(
         self,
+        *,
         document_store: PgvectorDocumentStore,
         top_k: int = 10,
         k1: float = 1.2,
@@ -109,8 +110,7 @@ class PgvectorBM25Retriever:
 
     @property
     def tables(self) -> BM25Tables:
-        store = self.document_store
-        return BM25Tables(store.schema_name, store.table_name, store.language)
+        return BM25Tables.of(self.document_store)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -127,12 +127,19 @@ class PgvectorBM25Retriever:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Connect, and install or rebuild the BM25 index if the table needs it."""
+        """Connect, and check that the table has its BM25 index (installed at indexing time, never here: building
+        it locks out writers, which a read path must not do).
+
+        :raises BM25IndexMissing: When it has none; the message says how to install it.
+        """
         if self._connection is not None and not self._connection.closed:
             return
-        self.document_store.count_documents()  # the store creates its table (and extension) if missing
         connection = connect(self.document_store)
-        ensure_bm25_index(connection, self.tables)
+        if not bm25_index_exists(connection, self.tables):
+            connection.close()
+            raise BM25IndexMissing(
+                f"table {self.tables.schema}.{self.tables.table} has no BM25 index. It is installed when chunks are "
+                "written through the indexing pipeline (pmc-rag ingest) and by `pmc-rag setup`; run one of them.")
         self._connection = connection
 
     def close(self) -> None:
@@ -151,9 +158,10 @@ class PgvectorBM25Retriever:
         self.warm_up()
         filters = apply_filter_policy(self.filter_policy, self.filters, filters)
         filter_clause: sql.Composable = sql.SQL("")
-        where_params: tuple = ()
+        where_params: list[Any] = []
         if filters:
-            filter_clause, where_params = _convert_filters_to_where_clause_and_params(filters, operator="AND")
+            condition, where_params = filter_condition(filters, table_alias="chunks")
+            filter_clause = sql.SQL(" AND ") + condition
         statement = self.tables.format(
             _SEARCH, filters=filter_clause,
             embedding=sql.SQL("chunks.embedding" if self.return_embedding else "NULL::vector"))

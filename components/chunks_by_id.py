@@ -18,14 +18,14 @@ class ChunksById:
 
     Usage:
     ```python
-    from components.chunks_by_id import ChunksById
+    from pmc_rag.components.chunks_by_id import ChunksById
 
     carried = ChunksById(document_store=store)
     carried.run(chunk_ids=["3f1c..."])  # {"documents": [Document(id="3f1c...", ...)]}
     ```
     """
 
-    def __init__(self, document_store: PgvectorDocumentStore, max_chunks: int = 10):
+    def __init__(self, *, document_store: PgvectorDocumentStore, max_chunks: int = 10):
         """
         :param document_store: The store the chunks live in.
         :param max_chunks: At most this many of the given ids are fetched (the first ones).

@@ -7,7 +7,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from components.citations import canonical_id, normalise_text, split_cited_sentences, strip_reference_list, support
+from pmc_rag.components.citations import canonical_id, normalise_text, split_cited_sentences, strip_reference_list, support
 
 
 @component
@@ -29,7 +29,7 @@ class CitationVerifier:
     ```python
     from haystack import Document
     from haystack.dataclasses import ChatMessage
-    from components.citation_verifier import CitationVerifier
+    from pmc_rag.components.citation_verifier import CitationVerifier
 
     verifier = CitationVerifier(attribution_threshold=0.6)
     excerpt = Document(content="Erlotinib prolonged survival in EGFR-mutant lung cancer.", meta={"source_id": "PMC1"})
@@ -39,7 +39,7 @@ class CitationVerifier:
     ```
     """
 
-    def __init__(self, attribution_threshold: float | None = 0.6, source_id_field: str = "source_id"):
+    def __init__(self, *, attribution_threshold: float | None = 0.6, source_id_field: str = "source_id"):
         """
         :param attribution_threshold: The least support (share of a sentence's content words found in an excerpt)
             for attaching a citation to a sentence the model left uncited; `None` turns attaching off.

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from components.section_chunker import split_sentences
+from pmc_rag.components.section_chunker import split_sentences
 
 ID_PATTERN = _ID = re.compile(
     r"(?P<pmc>\bPMC\s?(?P<pmc_digits>\d{1,10})\b)"

@@ -7,8 +7,9 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from components.citations import best_sentence, canonical_id, content_words
-from components.section_chunker import split_sentences
+from pmc_rag.components.answer import Answer
+from pmc_rag.components.citations import best_sentence, canonical_id, content_words
+from pmc_rag.components.section_chunker import split_sentences
 
 
 def source_link(meta: dict[str, Any]) -> str | None:
@@ -34,7 +35,7 @@ class CitedAnswerBuilder:
 
     Usage:
     ```python
-    from components.cited_answer_builder import CitedAnswerBuilder
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 
     builder = CitedAnswerBuilder(min_support=0.35)
     answer = builder.run(question="Does erlotinib work?", claims=claims, documents=excerpts)["answer"]
@@ -42,7 +43,7 @@ class CitedAnswerBuilder:
     ```
     """
 
-    def __init__(self, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id"):
+    def __init__(self, *, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id"):
         """
         :param min_support: Least support (share of a claim's content words in its cited excerpt) for a claim to
             count as supported. Below it the answer is flagged `weak_support`; if no claim reaches it, the answer
@@ -87,7 +88,7 @@ class CitedAnswerBuilder:
             failed before one answered).
         :param replies: The generator's replies: the first one's `meta` names the model and its token usage
             (every chat generator puts them there; not all of them have a `meta` output).
-        :returns: `answer`: the answer object (see README, "The answer object").
+        :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
         claims = claims or []
         by_id: dict[str, list[Document]] = {}
@@ -134,7 +135,7 @@ class CitedAnswerBuilder:
             why = ("not reachable, or it failed" if not skipped else
                    f"{', '.join(skipped)} skipped: it timed out on a recent question")
             notes.append(f"Answered by the fallback model {model}: {', '.join(failed)} did not answer ({why}).")
-        return {"answer": {
+        answer = Answer(**{
             "question": question,
             "answer": " ".join(s for s in sentences if s),
             "raw_answer": raw_answer,
@@ -154,7 +155,8 @@ class CitedAnswerBuilder:
             "model": model,
             "failed_generators": failed,
             "usage": meta.get("usage", {}),
-        }}
+        })
+        return {"answer": answer.model_dump()}
 
     _MIN_QUOTED_WORDS = 6
 

@@ -19,7 +19,7 @@ class EmptyReplyGenerator:
 
     Usage:
     ```python
-    from components.empty_reply_generator import EmptyReplyGenerator
+    from pmc_rag.components.empty_reply_generator import EmptyReplyGenerator
 
     EmptyReplyGenerator().run(messages=[])  # {"replies": [ChatMessage(text="")], "meta": {"model": None}}
     ```

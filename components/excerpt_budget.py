@@ -23,14 +23,14 @@ class ExcerptBudget:
 
     Usage:
     ```python
-    from components.excerpt_budget import ExcerptBudget
+    from pmc_rag.components.excerpt_budget import ExcerptBudget
 
     budget = ExcerptBudget(max_tokens=2500, max_excerpts=6)
     kept = budget.run(documents=ranked_documents)  # {"documents": [...], "dropped": 2}
     ```
     """
 
-    def __init__(self, max_tokens: int = 2500, max_excerpts: int = 6, chars_per_token: float = 3.0,
+    def __init__(self, *, max_tokens: int = 2500, max_excerpts: int = 6, chars_per_token: float = 3.0,
                  tokens_per_excerpt_label: int = 40):
         """
         :param max_tokens: Tokens the excerpts may take in the prompt. Set it to the model's context (`num_ctx`,

@@ -41,7 +41,7 @@ class RememberingFallbackChatGenerator(FallbackChatGenerator):
     from haystack.components.generators.chat.openai import OpenAIChatGenerator
     from haystack.dataclasses import ChatMessage
     from haystack_integrations.components.generators.ollama import OllamaChatGenerator
-    from components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
+    from pmc_rag.components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
 
     generator = RememberingFallbackChatGenerator(
         chat_generators=[OllamaChatGenerator(model="llama3.1:8b", timeout=120),
@@ -51,7 +51,7 @@ class RememberingFallbackChatGenerator(FallbackChatGenerator):
     ```
     """
 
-    def __init__(self, chat_generators: list[Any], skip_after_timeout_s: float = 60.0):
+    def __init__(self, *, chat_generators: list[Any], skip_after_timeout_s: float = 60.0):
         """
         :param chat_generators: Chat generators to try, in order.
         :param skip_after_timeout_s: How long a generator that timed out is skipped; 0 remembers nothing.

@@ -58,7 +58,7 @@ class SectionChunker:
     Usage:
     ```python
     from haystack import Document
-    from components.section_chunker import SectionChunker
+    from pmc_rag.components.section_chunker import SectionChunker
 
     chunker = SectionChunker(target_words=120, overlap_words=20)
     section = Document(content="First sentence. Second sentence.", meta={"source_id": "PMC1", "section": "Intro"})
@@ -66,7 +66,7 @@ class SectionChunker:
     ```
     """
 
-    def __init__(self, target_words: int = 180, overlap_words: int = 30, source_id_field: str = "source_id"):
+    def __init__(self, *, target_words: int = 180, overlap_words: int = 30, source_id_field: str = "source_id"):
         """
         :param target_words: Most words in a chunk (a single longer sentence is cut to fit). Mind the embedding
             model's limit: all-MiniLM-L6-v2 reads 256 word pieces, and 180 words of biomedical prose plus title

@@ -19,15 +19,17 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from haystack import Document
+from haystack import Document, Pipeline
 from haystack.components.writers import DocumentWriter
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
-from components.article_writer import ArticleWriter
-from ingestion.sources import expand_paths, read_articles
-from ingestion.xml import IngestError
+from pmc_rag.components.article_writer import ArticleWriter
+from pmc_rag.ingestion.runner import entry_socket
+from pmc_rag.ingestion.sources import expand_paths, read_articles
+from pmc_rag.ingestion.xml import IngestError
 from pmc_rag.database import ensure_database
 from pmc_rag.paths import SAMPLE_CORPUS_DIR
 from pmc_rag.pipelines import load_pipeline
@@ -63,13 +65,23 @@ def _store_like(template: PgvectorDocumentStore, table: str) -> PgvectorDocument
     )
 
 
+def _stages(pipeline: Pipeline, name: str) -> tuple[Any, SentenceTransformersDocumentEmbedder, ArticleWriter]:
+    """The stages timed, found by what they are, not by their YAML names: the entry component (the chunker), the
+    Sentence-Transformers embedder, and the ArticleWriter."""
+    components = [pipeline.get_component(n) for n in pipeline.graph.nodes]
+    embedder = next((c for c in components if isinstance(c, SentenceTransformersDocumentEmbedder)), None)
+    writer = next((c for c in components if isinstance(c, ArticleWriter)), None)
+    if embedder is None or writer is None:
+        raise ValueError(f"pipeline {name}: the ingest benchmark compares a SentenceTransformersDocumentEmbedder and "
+                         "an ArticleWriter with plain Haystack's; this pipeline lacks one")
+    return pipeline.get_component(entry_socket(pipeline)), embedder, writer
+
+
 def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int = 1500) -> int:
     paths = paths or [str(SAMPLE_CORPUS_DIR)]
     print(f"Database: {ensure_database().description}")
     pipeline = load_pipeline(pipeline_name)
-    chunker = pipeline.get_component("chunker")
-    our_embedder = pipeline.get_component("embedder")
-    our_writer: ArticleWriter = pipeline.get_component("writer")
+    chunker, our_embedder, our_writer = _stages(pipeline, pipeline_name)
 
     print("Parsing and chunking (ours; plain Haystack has no JATS/PubMed parser to compare with)")
     files, _ = expand_paths(paths)

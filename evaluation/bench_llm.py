@@ -33,19 +33,16 @@ README_QUESTION = "Is first-line erlotinib effective in EGFR-mutant lung cancer?
 
 def _prompt(question: str) -> list[dict[str, str]]:
     """The messages rag.yml would send to the model for this question."""
+    from pmc_rag.evaluation.runner import without_generation
     from pmc_rag.database import ensure_database
-    from pmc_rag.pipelines import load_declared_pipeline
-
-    def no_generation(spec: dict[str, Any]) -> None:
-        spec["components"]["generator"] = {"type": "components.empty_reply_generator.EmptyReplyGenerator",
-                                           "init_parameters": {}}
-        spec.pop("local_model", None)
+    from pmc_rag.pipelines import PipelineError, load_declared_pipeline
 
     ensure_database()
-    pipeline = load_declared_pipeline("rag", edit=no_generation)
+    pipeline = load_declared_pipeline("rag", edit=without_generation)
+    if "prompt" not in pipeline.outputs:
+        raise PipelineError(f"{pipeline.path}: declare `prompt:` in `outputs:` (the prompt builder's messages)")
     pipeline.warm_up()
-    _, raw = pipeline.run_with_intermediate({"prompt_builder"}, question=question)
-    return [{"role": m.role.value, "content": m.text or ""} for m in raw["prompt_builder"]["prompt"]]
+    return [{"role": m.role.value, "content": m.text or ""} for m in pipeline.run(question=question)["prompt"]]
 
 
 def _time_in_process(messages: list[dict[str, str]], repack: bool, runs: int, max_tokens: int) -> dict[str, Any]:
@@ -163,7 +160,7 @@ def run_benchmark(runs: int = 3, question: str = README_QUESTION, max_tokens: in
             if paths and mode not in paths:
                 continue
             print(f"  timing: {label} ({runs} runs after a warm-up)...", flush=True)
-            child = subprocess.run([sys.executable, "-m", "evaluation.bench_llm", "--child", mode, handle.name,
+            child = subprocess.run([sys.executable, "-m", "pmc_rag.evaluation.bench_llm", "--child", mode, handle.name,
                                     str(runs), str(max_tokens)], capture_output=True, text=True)
             lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
             if child.returncode != 0 or not lines:

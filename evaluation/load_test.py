@@ -1,8 +1,8 @@
 """Load test for a running `pmc-rag serve`: N concurrent clients per endpoint, p50/p95 latency and errors.
 
     pmc-rag serve &                                   # in another shell
-    python -m evaluation.load_test --clients 20 --duration 60          # answers and retrieval at once
-    python -m evaluation.load_test --clients 20 --requests 40 --one-at-a-time
+    python -m pmc_rag.evaluation.load_test --clients 20 --duration 60          # answers and retrieval at once
+    python -m pmc_rag.evaluation.load_test --clients 20 --requests 40 --one-at-a-time
 
 Not a test: it prints figures. Each client asks, waits for the reply, and asks again; a 503 (the answer queue is
 full) is counted apart from other errors and honoured as a well-behaved client would: it waits `Retry-After`

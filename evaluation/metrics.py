@@ -22,7 +22,7 @@ from haystack import Document
 from haystack.components.evaluators import DocumentMRREvaluator, DocumentNDCGEvaluator, DocumentRecallEvaluator
 from haystack.components.evaluators.document_recall import RecallMode
 
-from evaluation.questions import VERDICTS
+from pmc_rag.evaluation.questions import VERDICTS
 
 CUTOFFS = (1, 5, 10)
 NDCG_CUTOFF = 10
@@ -116,7 +116,7 @@ def mean(values: Iterable[float | None]) -> float | None:
 
 
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One variant's figures from its per-question records (see `evaluation.runner` for a record's fields)."""
+    """One variant's figures from its per-question records (see `pmc_rag.evaluation.runner` for a record's fields)."""
     summary: dict[str, Any] = {"questions": len(records), "errors": sum(1 for r in records if r.get("error"))}
     ok = [r for r in records if not r.get("error")]
     retrieval_keys = sorted({k for r in ok for k in r.get("retrieval", {})})

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components.citations import canonical_id
+from pmc_rag.components.citations import canonical_id
 
 VERDICTS = ("yes", "no", "maybe")
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evaluation.metrics import CUTOFFS, NDCG_CUTOFF
+from pmc_rag.evaluation.metrics import CUTOFFS, NDCG_CUTOFF
 
 # Stages slower than this (p50, ms) are listed in the speed table; the rest add little.
 NOTABLE_STAGE_MS = 20

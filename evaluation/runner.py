@@ -5,12 +5,12 @@ mean the same for all). What is ranked:
 
 - a retrieval pipeline (declared output `documents`): that list;
 - an answering pipeline (declared output `answer`): its declared `ranked` output (the excerpts in rank order
-  before the token budget cuts them to what the model sees; in rag_context.yml, before neighbours are added),
-  else the chunks entering the prompt stage (`budget`). Citation and answer metrics come from the answer object.
+  before the token budget cuts them to what the model sees; in rag_context.yml, before neighbours are added).
+  Citation and answer metrics come from the answer object; the judge reads the declared `excerpts`.
 
 Usage:
 ```python
-from evaluation.runner import run_evaluation
+from pmc_rag.evaluation.runner import run_evaluation
 
 report = run_evaluation(["retrieve_bm25", "rag"], "evaluation/datasets/pubmedqa_dev_questions.json", limit=5)
 report["variants"]["rag"]["summary"]["citations"]["validity"]   # 1.0
@@ -34,9 +34,9 @@ import yaml
 from haystack import Document
 from tqdm import tqdm
 
-from evaluation.metrics import answer_chunk_scores, citation_scores, paper_scores, predicted_verdict, summarise
-from evaluation.questions import Question, load_questions
-from pmc_rag.answering import PROMPT_STAGE, answer_question, timed_run
+from pmc_rag.evaluation.metrics import answer_chunk_scores, citation_scores, paper_scores, predicted_verdict, summarise
+from pmc_rag.evaluation.questions import Question, load_questions
+from pmc_rag.answering import run_answering, timed_run
 from pmc_rag.paths import PIPELINES_DIR, PROJECT_ROOT
 from pmc_rag.pipelines import (
     DeclaredPipeline,
@@ -54,7 +54,7 @@ PACKAGES = ("haystack-ai", "pgvector-haystack", "ollama-haystack", "sentence-tra
 SHIPPED_ORDER = ("retrieve_semantic", "retrieve_keyword_stock", "retrieve_bm25", "retrieve_hybrid",
                  "retrieve_hybrid_mmr", "retrieve_hybrid_rerank", "rag", "rag_abbrev", "rag_evidence", "rag_context",
                  "rag_rerank", "rag_extractive")
-EMPTY_REPLY = {"type": "components.empty_reply_generator.EmptyReplyGenerator", "init_parameters": {}}
+EMPTY_REPLY = {"type": "pmc_rag.components.empty_reply_generator.EmptyReplyGenerator", "init_parameters": {}}
 
 
 def shipped_variants() -> list[Path]:
@@ -80,12 +80,14 @@ class Variant:
         return self.pipeline is not None and "answer" in self.pipeline.outputs
 
 
-def _without_generation(spec: dict[str, Any]) -> None:
-    """Replace every generator with an empty reply (retrieval-only runs of answering pipelines)."""
+def without_generation(spec: dict[str, Any]) -> None:
+    """Replace every generator (by its type) with an empty reply, and start no model server (retrieval-only runs
+    of answering pipelines)."""
     for component in (spec.get("components") or {}).values():
         if "generator" in str(component.get("type", "")).lower():
             component.clear()
             component.update(EMPTY_REPLY)
+    spec.pop("local_model", None)
 
 
 def _models(spec: Any) -> list[str]:
@@ -113,9 +115,12 @@ def load_variant(name_or_path: str | Path, retrieval_only: bool) -> Variant:
     resolved = yaml.safe_dump(spec, sort_keys=False)
     variant = Variant(path.stem, path, hashlib.sha256(resolved.encode()).hexdigest(), _models(spec))
     try:
-        pipeline = load_declared_pipeline(path, edit=_without_generation if retrieval_only else None)
+        pipeline = load_declared_pipeline(path, edit=without_generation if retrieval_only else None)
         if not {"documents", "answer"} & set(pipeline.outputs):
             raise PipelineError(f"{path}: declares neither a `documents` nor an `answer` output; nothing to rank")
+        if "answer" in pipeline.outputs and "ranked" not in pipeline.outputs:
+            raise PipelineError(f"{path}: declare `ranked:` in `outputs:`, the excerpts in rank order before the "
+                                "prompt budget (e.g. ranker.documents), which the evaluation scores")
         pipeline.warm_up()
         variant.pipeline = pipeline
     except PipelineError as error:
@@ -140,21 +145,6 @@ class GoldChunks:
         return self._cache[key]
 
 
-def _ranked_stage(pipeline: DeclaredPipeline) -> tuple[str, str] | None:
-    """The (component, output socket) whose documents are scored: the declared `ranked` output, else what
-    feeds the prompt stage's `documents`."""
-    if "ranked" in pipeline.outputs:
-        component, _, socket = pipeline.outputs["ranked"].partition(".")
-        return component, socket
-    graph = pipeline.pipeline.graph
-    if PROMPT_STAGE not in graph.nodes:
-        return None
-    for sender, _, data in graph.in_edges(PROMPT_STAGE, data=True):
-        if data["to_socket"].name == "documents":
-            return sender, data["from_socket"].name
-    return None
-
-
 def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, retrieval_only: bool,
                       judge: Any = None) -> dict[str, Any]:
     """Run one question through one variant and score it; errors are recorded, not raised."""
@@ -165,10 +155,8 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
     inputs = {"top_k": TOP_K} if "top_k" in pipeline.inputs else {}
     try:
         if variant.answers:
-            stage = _ranked_stage(pipeline)
-            answer = answer_question(pipeline, question.question, inputs=inputs,
-                                     include={stage[0], PROMPT_STAGE} if stage else set())
-            ranked = answer.get("intermediate", {}).get(stage[0], {}).get(stage[1], []) if stage else []
+            answer, outputs = run_answering(pipeline, question.question, inputs=inputs)
+            ranked = outputs["ranked"] or []
             record["timings_ms"] = answer["timings_ms"]
             if not retrieval_only:
                 record.update(
@@ -178,11 +166,11 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
                     predicted_verdict=predicted_verdict(answer["answer"]),
                     citations=citation_scores(answer, question.gold_source_ids))
                 if judge is not None:
-                    excerpts = answer["intermediate"].get(PROMPT_STAGE, {}).get("documents", []) if stage else []
+                    excerpts = outputs["excerpts"] or []
                     record["faithfulness"] = judge.score(question.question, answer["answer"],
                                                          [d.content or "" for d in excerpts])
         else:
-            outputs, _, timings = timed_run(pipeline, question=question.question, **inputs)
+            outputs, timings = timed_run(pipeline, question=question.question, **inputs)
             ranked = outputs["documents"] or []
             record["timings_ms"] = timings
         gold_chunks = gold.chunks(pipeline, question)

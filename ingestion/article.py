@@ -12,7 +12,7 @@ from typing import Any
 
 from haystack import Document
 
-from ingestion.evidence import classify_evidence
+from pmc_rag.ingestion.evidence import classify_evidence
 
 
 @dataclass

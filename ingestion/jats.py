@@ -11,8 +11,8 @@ import re
 
 from lxml import etree
 
-from ingestion.article import Article, Section, iso_date, normalise_space, year_from
-from ingestion.xml import SKIPPED_INLINE, IngestError, element_text, first_text, local_name
+from pmc_rag.ingestion.article import Article, Section, iso_date, normalise_space, year_from
+from pmc_rag.ingestion.xml import SKIPPED_INLINE, IngestError, element_text, first_text, local_name
 
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
 NS = {"ali": "http://www.niso.org/schemas/ali/1.0/", "xlink": "http://www.w3.org/1999/xlink"}

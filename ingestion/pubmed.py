@@ -6,8 +6,8 @@ import re
 
 from lxml import etree
 
-from ingestion.article import Article, Section, iso_date, normalise_space, year_from
-from ingestion.xml import IngestError, element_text, first_text, local_name
+from pmc_rag.ingestion.article import Article, Section, iso_date, normalise_space, year_from
+from pmc_rag.ingestion.xml import IngestError, element_text, first_text, local_name
 
 
 def is_pubmed(root: etree._Element) -> bool:

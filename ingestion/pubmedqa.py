@@ -12,8 +12,8 @@ import json
 import re
 from collections.abc import Iterator
 
-from ingestion.article import Article, Section
-from ingestion.xml import IngestError
+from pmc_rag.ingestion.article import Article, Section
+from pmc_rag.ingestion.xml import IngestError
 
 
 def looks_like_pubmedqa(first_line: str) -> bool:

@@ -16,10 +16,10 @@ from haystack import Pipeline
 from haystack.core.errors import PipelineRuntimeError
 from tqdm import tqdm
 
-from components.article_writer import EmbeddingDimensionError
-from ingestion.article import Article
-from ingestion.sources import expand_paths, read_articles
-from ingestion.xml import IngestError
+from pmc_rag.components.article_writer import EmbeddingDimensionError
+from pmc_rag.ingestion.article import Article
+from pmc_rag.ingestion.sources import expand_paths, read_articles
+from pmc_rag.ingestion.xml import IngestError
 
 
 @dataclass

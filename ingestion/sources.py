@@ -10,11 +10,11 @@ import glob
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ingestion.article import Article
-from ingestion.jats import is_jats, parse_jats
-from ingestion.pubmed import is_pubmed, parse_pubmed
-from ingestion.pubmedqa import looks_like_pubmedqa, parse_pubmedqa
-from ingestion.xml import IngestError, local_name, parse_xml, read_bytes
+from pmc_rag.ingestion.article import Article
+from pmc_rag.ingestion.jats import is_jats, parse_jats
+from pmc_rag.ingestion.pubmed import is_pubmed, parse_pubmed
+from pmc_rag.ingestion.pubmedqa import looks_like_pubmedqa, parse_pubmedqa
+from pmc_rag.ingestion.xml import IngestError, local_name, parse_xml, read_bytes
 
 # Files picked up when walking a folder; a file named explicitly is tried whatever its name.
 INGESTIBLE_SUFFIXES = (".xml", ".nxml", ".jsonl", ".xml.gz", ".nxml.gz", ".jsonl.gz")

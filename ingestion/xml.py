@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from ingestion.article import normalise_space
+from pmc_rag.ingestion.article import normalise_space
 
 
 class IngestError(Exception):

@@ -20,7 +20,8 @@ from typing import Any
 from fastapi import HTTPException
 from pydantic import ValidationError
 
-from components.remembering_fallback_chat_generator import GenerationStopped
+from pmc_rag.components.answer import Answer
+from pmc_rag.components.remembering_fallback_chat_generator import GenerationStopped
 from pmc_rag.answering import answer_question
 from pmc_rag.database import unreachable
 from pmc_rag.pipelines import DeclaredPipeline
@@ -74,15 +75,16 @@ class AnswerService:
         whitespace normalised, personal data redacted; and the kinds of data redacted."""
         return redact_personal_data(clean_question(question, self.max_question_chars))
 
-    def fixed_answer(self, question: Any) -> dict[str, Any] | None:
+    def fixed_answer(self, question: Any) -> Answer | None:
         """The answer object of a fixed reply (greeting, emergency) to the question, or None; no database, no
         model. Raises InputError for a question that would be refused."""
         started = time.perf_counter()
-        return _fixed(*self.checked(question), started)
+        fixed = _fixed(*self.checked(question), started)
+        return Answer.model_validate(fixed) if fixed else None
 
     def answer(self, question: Any, filters: SearchFilters | dict | None = None, top_k: int | None = None,
                conversation_id: str | None = None, *, history: tuple[list[str], dict[str, int]] | None = None,
-               stream: CitationStream | None = None, on_token: Any = None) -> dict[str, Any]:
+               stream: CitationStream | None = None, on_token: Any = None) -> Answer:
         """
         The whole answering flow for one question.
 
@@ -99,7 +101,7 @@ class AnswerService:
         if fixed:
             self._audit(question, 200, fixed, conversation_id)
             log.info("%s status=200 kind=%s", self.name, fixed["kind"])
-            return fixed
+            return Answer.model_validate(fixed)
         try:
             return self._answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
                                 stream, on_token)
@@ -113,7 +115,7 @@ class AnswerService:
 
     def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
                 top_k: int | None, conversation_id: str | None, history: Any, stream: CitationStream | None,
-                on_token: Any) -> dict[str, Any]:
+                on_token: Any) -> Answer:
         state = self._conversation(conversation_id)
         if history is not None:
             state.questions, state.numbers = history
@@ -142,7 +144,7 @@ class AnswerService:
                  answer.get("model"), cached, ",".join(f for f, on in answer.get("flags", {}).items() if on) or "-",
                  ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer["timings_ms"].items()),
                  len(answer.get("references", [])))
-        return answer
+        return Answer.model_validate(answer)
 
     def _conversation(self, conversation_id: str | None) -> ConversationState:
         if self.store is None:

@@ -1,7 +1,17 @@
 """Answering a question with an answering pipeline, and what comes with the answer: timings and sources.
 
 The pipeline (e.g. pipelines/rag.yml) produces the answer object; this adds, from the same run, the time each
-stage took (through Haystack's tracing hook) and every retrieved source with the retrievers that found it.
+stage took and every retrieved source with the retrievers that found it. What it reads comes from the outputs
+the YAML declares, never from component names:
+
+    outputs:
+      answer: answer_builder.answer        # the answer object
+      excerpts: budget.documents           # what the model is shown (streamed citations are checked against it)
+      retrieved_semantic: semantic.documents   # each retriever's list: `sources` says which found each chunk
+      retrieved_bm25: bm25.documents
+
+Stage timings come from Haystack's tracing hook. pmc-rag adds its timer in front of whatever tracer is set
+(OpenTelemetry, Langfuse, ...), which still gets every span; it never replaces it.
 """
 
 from __future__ import annotations
@@ -16,88 +26,111 @@ from haystack import Document, tracing
 from haystack.tracing import Span, Tracer
 
 from pmc_rag.local_llm.supervisor import LocalModelError, local_model_server
-from pmc_rag.pipelines import DeclaredPipeline
-
-# The stages whose documents are reported as sources, when the pipeline has them.
-RETRIEVERS = ("semantic", "bm25", "keyword")
-PROMPT_STAGE = "budget"
+from pmc_rag.pipelines import EXCERPTS, RETRIEVED_PREFIX, DeclaredPipeline
 
 _current_timings: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("timings", default=None)
-# Called with the excerpts as soon as the prompt stage has chosen them (before generation starts).
-_excerpt_observer: contextvars.ContextVar[Callable[[list[Document]], None] | None] = contextvars.ContextVar(
-    "excerpt_observer", default=None)
+# (component, output socket, callback): the callback gets the excerpts as soon as that component has chosen them,
+# before generation starts.
+_excerpt_observer: contextvars.ContextVar[tuple[str, str, Callable[[list[Document]], None]] | None] = \
+    contextvars.ContextVar("excerpt_observer", default=None)
 
 
 class _TimingSpan(Span):
-    def __init__(self, tags: dict[str, Any]):
+    """Keeps the tags it needs and passes everything on to the span of the tracer behind it."""
+
+    def __init__(self, tags: dict[str, Any], inner: Span):
         self.tags = dict(tags)
+        self.inner = inner
 
     def set_tag(self, key: str, value: Any) -> None:
         self.tags[key] = value
+        self.inner.set_tag(key, value)
 
     def set_content_tag(self, key: str, value: Any) -> None:
-        # Haystack offers every component's output here; only the prompt stage's excerpts are of interest.
+        # Haystack offers every component's output here; only the excerpts' component's is of interest.
         observer = _excerpt_observer.get()
         if (observer is not None and key == "haystack.component.output"
-                and self.tags.get("haystack.component.name") == PROMPT_STAGE and isinstance(value, dict)):
-            observer(value.get("documents") or [])
+                and self.tags.get("haystack.component.name") == observer[0] and isinstance(value, dict)):
+            component, socket, callback = observer
+            callback(value.get(socket) or [])
+        self.inner.set_content_tag(key, value)  # the tracer behind decides whether it records content
+
+    def raw_span(self) -> Any:
+        return self.inner.raw_span()
+
+    def get_correlation_data_for_logs(self) -> dict[str, Any]:
+        return self.inner.get_correlation_data_for_logs()
 
 
 class StageTimer(Tracer):
-    """Records how long each component run takes, per request (a context variable keeps requests apart)."""
+    """Records how long each component run takes, per request (a context variable keeps requests apart), in front
+    of the tracer that was set before it, which gets every span as if the timer were not there."""
+
+    def __init__(self, behind: Tracer):
+        self.behind = behind
 
     @contextlib.contextmanager
     def trace(self, operation_name: str, tags: dict[str, Any] | None = None,
               parent_span: Span | None = None) -> Iterator[Span]:
-        span = _TimingSpan(tags or {})
+        inner_parent = parent_span.inner if isinstance(parent_span, _TimingSpan) else parent_span
         started = time.perf_counter()
-        try:
-            yield span
-        finally:
-            timings = _current_timings.get()
-            name = span.tags.get("haystack.component.name")
-            if timings is not None and operation_name == "haystack.component.run" and name:
-                timings[name] = timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
+        with self.behind.trace(operation_name, tags, inner_parent) as inner:
+            span = _TimingSpan(tags or {}, inner)
+            try:
+                yield span
+            finally:
+                timings = _current_timings.get()
+                name = span.tags.get("haystack.component.name")
+                if timings is not None and operation_name == "haystack.component.run" and name:
+                    timings[name] = timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
 
     def current_span(self) -> Span | None:
-        return None
+        return self.behind.current_span()
 
 
-_timer = StageTimer()
+def _ensure_timer() -> None:
+    """Put the stage timer in front of the current tracer, unless it is there already (if someone set another
+    tracer since, the timer goes in front of that one)."""
+    current = tracing.tracer.actual_tracer
+    if not isinstance(current, StageTimer):
+        tracing.tracer.actual_tracer = StageTimer(current)
 
 
-def timed_run(pipeline: DeclaredPipeline, include: set[str] = frozenset(), *,
-              component_inputs: dict[str, dict[str, Any]] | None = None, **values: Any
-              ) -> tuple[dict[str, Any], dict[str, Any], dict[str, float]]:
-    """Run a declared pipeline; return its declared outputs, the raw outputs of the components named in `include`,
-    and the milliseconds each component took (`total`: the whole run)."""
-    if not isinstance(tracing.tracer.actual_tracer, StageTimer):
-        tracing.enable_tracing(_timer)
+def timed_run(pipeline: DeclaredPipeline, *, component_inputs: dict[str, dict[str, Any]] | None = None,
+              **values: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    """Run a declared pipeline; return its declared outputs and the milliseconds each component took (`total`:
+    the whole run)."""
+    _ensure_timer()
     timings: dict[str, float] = {}
     token = _current_timings.set(timings)
     started = time.perf_counter()
     try:
-        outputs, raw = pipeline.run_with_intermediate(set(include), component_inputs, **values)
+        outputs = pipeline.run(component_inputs=component_inputs, **values)
     finally:
         _current_timings.reset(token)
     timings = {name: round(ms, 1) for name, ms in timings.items()}
     timings["total"] = round((time.perf_counter() - started) * 1000, 1)
-    return outputs, raw, timings
+    return outputs, timings
 
 
 def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str, Any] | None = None, *,
                     inputs: dict[str, Any] | None = None, streaming_callback: Callable | None = None,
-                    on_excerpts: Callable[[list[Document]], None] | None = None,
-                    include: set[str] = frozenset()) -> dict[str, Any]:
-    """Run the pipeline on one question; return its answer object with `timings_ms` and `sources` added.
+                    on_excerpts: Callable[[list[Document]], None] | None = None) -> dict[str, Any]:
+    """Run the pipeline on one question; return its answer object with `timings_ms` and `sources` added."""
+    return run_answering(pipeline, question, filters, inputs=inputs, streaming_callback=streaming_callback,
+                         on_excerpts=on_excerpts)[0]
+
+
+def run_answering(pipeline: DeclaredPipeline, question: str, filters: dict[str, Any] | None = None, *,
+                  inputs: dict[str, Any] | None = None, streaming_callback: Callable | None = None,
+                  on_excerpts: Callable[[list[Document]], None] | None = None
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Like `answer_question`, and also return all the pipeline's declared outputs (`ranked`, `excerpts`...).
 
     :param inputs: Values for other declared inputs (`top_k`, `carried_chunk_ids`); None values are left out.
-    :param streaming_callback: Given to the generator, which calls it with each token.
+    :param streaming_callback: Given to every component that takes one (the generator), called with each token.
     :param on_excerpts: Called with the excerpts the model will see, before generation starts.
-    :param include: Components whose raw outputs to return too, under the answer's `intermediate` key.
     """
-    stages = set(pipeline.pipeline.graph.nodes)
-    wanted = {name for name in (*RETRIEVERS, PROMPT_STAGE) if name in stages}
     component_inputs = {}
     if streaming_callback is not None:
         sockets = pipeline.pipeline.inputs(include_components_with_connected_inputs=True)
@@ -106,19 +139,18 @@ def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str
     values = {name: value for name, value in (inputs or {}).items() if value is not None}
     asked_at = time.time()
     _start_local_model(pipeline)
-    observer_token = _excerpt_observer.set(on_excerpts)
+    component, _, socket = pipeline.outputs[EXCERPTS].partition(".")
+    observer_token = _excerpt_observer.set((component, socket, on_excerpts) if on_excerpts else None)
     try:
-        outputs, raw, timings = timed_run(pipeline, wanted | set(include), component_inputs=component_inputs,
-                                          question=question, filters=filters, **values)
+        outputs, timings = timed_run(pipeline, component_inputs=component_inputs, question=question,
+                                     filters=filters, **values)
     finally:
         _excerpt_observer.reset(observer_token)
     answer = dict(outputs["answer"])
     _note_local_model_trouble(pipeline, answer, asked_at)
     answer["timings_ms"] = timings
-    answer["sources"] = _sources(raw)
-    if include:
-        answer["intermediate"] = {name: raw.get(name, {}) for name in include}
-    return answer
+    answer["sources"] = _sources(outputs)
+    return answer, outputs
 
 
 def _start_local_model(pipeline: DeclaredPipeline) -> None:
@@ -144,13 +176,14 @@ def _note_local_model_trouble(pipeline: DeclaredPipeline, answer: dict[str, Any]
         answer["flags"] = {**answer.get("flags", {}), "local_model_failed": True}
 
 
-def _sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
+def _sources(outputs: dict[str, Any]) -> list[dict[str, Any]]:
     """Each chunk retrieved or shown to the model, once: ids, rank and score per retriever, whether it was shown.
 
-    Chunks the model saw that no retriever returned (neighbours added by context expansion) have no `found_by`.
+    The retrievers are the declared outputs named `retrieved_<name>`; `found_by` uses <name>. Chunks the model saw
+    that no retriever returned (neighbours added by context expansion) have no `found_by`.
     """
-    prompt = raw.get(PROMPT_STAGE, {}).get("documents", [])
-    in_prompt = {d.id for d in prompt}
+    shown = outputs.get(EXCERPTS) or []
+    in_prompt = {d.id for d in shown}
     sources: dict[str, dict[str, Any]] = {}
 
     def entry(document) -> dict[str, Any]:
@@ -158,10 +191,12 @@ def _sources(raw: dict[str, Any]) -> list[dict[str, Any]]:
             "chunk_id": document.id, "source_id": document.meta.get("source_id"),
             "section": document.meta.get("section"), "found_by": {}, "in_prompt": document.id in in_prompt})
 
-    for retriever in RETRIEVERS:
-        for rank, document in enumerate(raw.get(retriever, {}).get("documents", []), start=1):
-            entry(document)["found_by"][retriever] = {"rank": rank, "score": document.score}
-    for document in prompt:
+    for name, documents in outputs.items():
+        if name.startswith(RETRIEVED_PREFIX):
+            for rank, document in enumerate(documents or [], start=1):
+                entry(document)["found_by"][name.removeprefix(RETRIEVED_PREFIX)] = {"rank": rank,
+                                                                                   "score": document.score}
+    for document in shown:
         entry(document)
     return sorted(sources.values(), key=lambda s: (not s["in_prompt"],
                                                    min((r["rank"] for r in s["found_by"].values()), default=999)))

@@ -150,7 +150,7 @@ def _pipeline(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from ingestion.runner import ingest
+    from pmc_rag.ingestion.runner import ingest
     from pmc_rag.database import ensure_database
     from pmc_rag.pipelines import load_pipeline
 
@@ -189,8 +189,7 @@ def _ask(args: argparse.Namespace) -> int:
         if error.status_code >= 500 and error.__cause__ is not None:
             raise error.__cause__ from None
         raise ValueError(error.detail) from None
-    text = answer["answer"] if answer["kind"] != "answer" else format_answer(answer)
-    print(json.dumps(answer, indent=2, ensure_ascii=False, default=str) if args.json else text)
+    print(json.dumps(answer.model_dump(mode="json"), indent=2, ensure_ascii=False) if args.json else answer.as_text())
     return 0
 
 
@@ -202,29 +201,8 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_answer(answer: dict) -> str:
-    """The answer, its notes and its numbered references, as plain text."""
-    lines = [answer["answer"] or "(no answer)", ""]
-    if answer.get("notes"):
-        lines += [f"Note: {note}" for note in answer["notes"]] + [""]
-    lines.append("References")
-    for ref in answer["references"]:
-        ids = ", ".join(x for x in (ref.get("pmcid"), f"PMID {ref['pmid']}" if ref.get("pmid") else None,
-                                    f"doi:{ref['doi']}" if ref.get("doi") else None) if x)
-        venue = " ".join(str(part) for part in (ref.get("journal"), ref.get("year")) if part)
-        parts = [ref.get("title") or "Untitled abstract", venue, ids]
-        lines.append(f"[{ref['number']}] " + ". ".join(part for part in parts if part))
-        if ref.get("url"):
-            lines.append(f"    {ref['url']}")
-        if ref.get("evidence"):
-            lines.append(f'    "{ref["evidence"]}"')
-    total = answer.get("timings_ms", {}).get("total", 0) / 1000
-    lines += ["", f"Answered by {answer.get('model') or 'no model (passages quoted)'} in {total:.1f} s"]
-    return "\n".join(lines)
-
-
 def _setup(args: argparse.Namespace) -> int:
-    from ingestion.runner import ingest
+    from pmc_rag.ingestion.runner import ingest
     from pmc_rag.database import ensure_database
     from pmc_rag.models import DEFAULT_LLM, EMBEDDED_LLMS, assemble_llm, seed_embedding_model
     from pmc_rag.paths import SAMPLE_CORPUS_DIR
@@ -270,8 +248,8 @@ def _eval(args: argparse.Namespace) -> int:
     import logging
     import time
 
-    from evaluation.report import markdown, write_chart, write_json
-    from evaluation.runner import run_evaluation
+    from pmc_rag.evaluation.report import markdown, write_chart, write_json
+    from pmc_rag.evaluation.runner import run_evaluation
     from pmc_rag.database import ensure_database
     from pmc_rag.paths import DEV_QUESTIONS, home
 
@@ -283,7 +261,7 @@ def _eval(args: argparse.Namespace) -> int:
     logging.getLogger("haystack.components.generators.chat.fallback").setLevel(logging.ERROR)
     judge = None
     if args.judge_model:
-        from evaluation.judge import FaithfulnessJudge
+        from pmc_rag.evaluation.judge import FaithfulnessJudge
 
         judge = FaithfulnessJudge(args.judge_model)
     report = run_evaluation(args.pipelines, args.questions or DEV_QUESTIONS, limit=args.limit,
@@ -383,19 +361,19 @@ def _model(args: argparse.Namespace) -> int:
 
 
 def _bench_ingest(args: argparse.Namespace) -> int:
-    from evaluation.bench_ingest import run_benchmark
+    from pmc_rag.evaluation.bench_ingest import run_benchmark
 
     return run_benchmark(args.paths, pipeline_name=args.pipeline, limit=args.limit)
 
 
 def _bench_keyword(args: argparse.Namespace) -> int:
-    from evaluation.bench_keyword import run_benchmark
+    from pmc_rag.evaluation.bench_keyword import run_benchmark
 
     return run_benchmark(total_chunks=args.chunks)
 
 
 def _bench_llm(args: argparse.Namespace) -> int:
-    from evaluation.bench_llm import README_QUESTION, run_benchmark
+    from pmc_rag.evaluation.bench_llm import README_QUESTION, run_benchmark
 
     return run_benchmark(runs=args.runs, question=args.question or README_QUESTION, max_tokens=args.max_tokens,
                          paths=args.paths)

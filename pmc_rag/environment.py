@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import os
 
-# Our packages that pipeline YAML may name as component types (Haystack loads only haystack* by default).
-ALLOWED_MODULES = ["components.*", "ingestion.*", "evaluation.*"]
+# Our package, whose components pipeline YAML names as types (Haystack loads only haystack* by default).
+ALLOWED_MODULES = ["pmc_rag.*"]
 
 
 def configure_environment() -> None:

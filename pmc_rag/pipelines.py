@@ -19,6 +19,12 @@ from pmc_rag.paths import PIPELINES_DIR
 from pmc_rag.pipeline_files import PipelineFileError, resolve_pipeline_spec
 
 
+# Declared outputs the answering code reads (see pmc_rag/answering.py): what the model is shown, and each
+# retriever's list (`retrieved_semantic: semantic.documents`).
+EXCERPTS = "excerpts"
+RETRIEVED_PREFIX = "retrieved_"
+
+
 class PipelineError(RuntimeError):
     """A pipeline file cannot be loaded or used; the message names the file and the problem."""
 
@@ -73,7 +79,7 @@ class DeclaredPipeline:
           question: [query_embedder.text, bm25.query]   # one name can feed several sockets
           filters: [semantic.filters, bm25.filters]
         outputs:
-          documents: ranker.documents
+          documents: ranker.documents   # an answering pipeline: `answer` and `excerpts` (see pmc_rag/answering.py)
         local_model:            # optional: pmc-rag starts this model server before the pipeline runs
           model: qwen2.5-0.5b-instruct
           url: http://127.0.0.1:1417/v1
@@ -114,13 +120,8 @@ class DeclaredPipeline:
                     f"`{key}` in the YAML to a model this machine has{offline}.") from error
         self.warmed_up = True
 
-    def run(self, **values: Any) -> dict[str, Any]:
-        """Run with values for declared inputs (None leaves an input out); return the declared outputs."""
-        return self.run_with_intermediate(set(), **values)[0]
-
-    def run_with_intermediate(self, include: set[str], component_inputs: dict[str, dict[str, Any]] | None = None,
-                              **values: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Like `run`, and also return the raw outputs of the components named in `include`.
+    def run(self, component_inputs: dict[str, dict[str, Any]] | None = None, **values: Any) -> dict[str, Any]:
+        """Run with values for declared inputs (None leaves an input out); return every declared output.
 
         `component_inputs` sets inputs of named components directly (a streaming callback, say).
         """
@@ -137,10 +138,9 @@ class DeclaredPipeline:
         for component, sockets in (component_inputs or {}).items():
             data.setdefault(component, {}).update(sockets)
         producers = {target.split(".", 1)[0] for target in self.outputs.values()}
-        result = self.pipeline.run(data, include_outputs_from=producers | include)
-        outputs = {name: result.get(target.split(".", 1)[0], {}).get(target.split(".", 1)[1])
-                   for name, target in self.outputs.items()}
-        return outputs, {name: result.get(name, {}) for name in include}
+        result = self.pipeline.run(data, include_outputs_from=producers)
+        return {name: result.get(target.split(".", 1)[0], {}).get(target.split(".", 1)[1])
+                for name, target in self.outputs.items()}
 
 
 def load_declared_pipeline(name_or_path: str | Path,
@@ -173,4 +173,13 @@ def load_declared_pipeline(name_or_path: str | Path,
             component, _, socket = target.partition(".")
             if socket not in sockets.get(component, {}):
                 raise PipelineError(f"{path}: input `{name}` names {target}, which is not an input of the pipeline")
+    produced = pipeline.outputs(include_components_with_connected_outputs=True)
+    for name, target in outputs.items():
+        component, _, socket = str(target).partition(".")
+        if socket not in produced.get(component, {}):
+            raise PipelineError(f"{path}: output `{name}` names {target}, which is not an output of the pipeline")
+    if "answer" in outputs and EXCERPTS not in outputs:
+        raise PipelineError(f"{path}: an answering pipeline declares `{EXCERPTS}:` in `outputs:`, the socket whose "
+                            "documents the model is shown (e.g. budget.documents); streamed citations are checked "
+                            "against them")
     return DeclaredPipeline(path, pipeline, inputs, outputs, local_model)

@@ -104,7 +104,7 @@ def indexing_yaml_for(table_name: str, **changes) -> str:
 
 def fill_table_with_pmc_sample(table_name: str) -> None:
     """A fresh test table holding the bundled PMC open-access articles, ingested through pipelines/indexing.yml."""
-    from ingestion.runner import ingest
+    from pmc_rag.ingestion.runner import ingest
 
     make_store(table_name).delete_table()
     ingest([str(CORPUS / "pmc_oa")], Pipeline.loads(indexing_yaml_for(table_name), allowed_modules=ALLOWED_MODULES),

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from haystack import Document, Pipeline
 
-from components.article_writer import ArticleWriter, EmbeddingDimensionError
+from pmc_rag.components.article_writer import ArticleWriter, EmbeddingDimensionError
 
 from conftest import make_store
 
@@ -80,7 +80,7 @@ def test_documents_without_embedding_or_source_are_refused(store):
 def test_serialization_round_trip(store):
     writer = ArticleWriter(document_store=store, source_id_field="pmid")
     data = writer.to_dict()
-    assert data["type"] == "components.article_writer.ArticleWriter"
+    assert data["type"] == "pmc_rag.components.article_writer.ArticleWriter"
     assert data["init_parameters"]["source_id_field"] == "pmid"
     assert data["init_parameters"]["document_store"]["init_parameters"]["table_name"] == store.table_name
     restored = ArticleWriter.from_dict(data)

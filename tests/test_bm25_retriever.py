@@ -12,10 +12,11 @@ from haystack import Document, Pipeline
 from haystack.document_stores.types import DuplicatePolicy
 from haystack_integrations.components.retrievers.pgvector import PgvectorKeywordRetriever
 
-from components.article_writer import ArticleWriter
-from components.bm25_retriever import PgvectorBM25Retriever
-from components.section_chunker import SectionChunker
-from ingestion.sources import read_articles
+from pmc_rag.components.article_writer import ArticleWriter
+from pmc_rag.components.bm25_index import BM25IndexMissing
+from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
+from pmc_rag.components.section_chunker import SectionChunker
+from pmc_rag.ingestion.sources import read_articles
 
 from conftest import CORPUS, PROJECT_ROOT, make_store
 
@@ -32,11 +33,11 @@ def chunk(source_id: str, text: str, index: int = 0) -> Document:
 def pubmedqa_retriever(pg_conn_str):
     """The 1,000 PubMedQA abstracts chunked as indexing.yml does, in a table of their own."""
     store = make_store("bm25_pubmedqa")
-    retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
-    retriever.warm_up()
     articles = list(read_articles(CORPUS / "pubmedqa/corpus.jsonl"))
     chunks = SectionChunker().run(documents=[d for a in articles for d in a.section_documents()])["documents"]
     ArticleWriter(document_store=store).run(documents=[replace(c, embedding=UNIT) for c in chunks])
+    retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
+    retriever.warm_up()
     yield retriever
     retriever.close()
     store.delete_table()
@@ -104,9 +105,10 @@ def test_filters_apply_before_top_k(pubmedqa_retriever):
 
 
 def test_index_follows_inserts_updates_deletes_and_truncates(store):
+    writer = ArticleWriter(document_store=store)
+    writer.warm_up()  # installs the index, which its triggers then keep current
     retriever = PgvectorBM25Retriever(document_store=store, top_k=5)
     retriever.warm_up()
-    writer = ArticleWriter(document_store=store)
     writer.run(documents=[chunk("PMC1", "Metformin lowers glucose in type 2 diabetes."),
                           chunk("PMC2", "Statins reduce cholesterol and cardiovascular events.")])
     assert papers(retriever.run(query="metformin")["documents"]) == ["PMC1"]
@@ -129,10 +131,10 @@ def test_index_follows_inserts_updates_deletes_and_truncates(store):
     assert retriever.run(query="aspirin")["documents"] == []
 
 
-def test_an_index_that_no_longer_matches_its_table_is_rebuilt_at_warm_up(store):
+def test_an_index_that_no_longer_matches_its_table_is_rebuilt_when_the_writer_warms_up(store):
     ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Malaria vaccine trial in Kenya.")])
     first = PgvectorBM25Retriever(document_store=store)
-    first.warm_up()  # builds the index from rows written before it existed
+    first.warm_up()
     assert papers(first.run(query="malaria vaccine")["documents"]) == ["PMC1"]
     first.close()
     with psycopg.connect(store.connection_string.resolve_value(), autocommit=True) as connection:
@@ -146,8 +148,9 @@ def test_an_index_that_no_longer_matches_its_table_is_rebuilt_at_warm_up(store):
 
 
 def test_dropping_the_index_removes_side_tables_triggers_and_function(store):
-    from components.bm25_index import drop_bm25_index
+    from pmc_rag.components.bm25_index import drop_bm25_index
 
+    ArticleWriter(document_store=store).warm_up()
     retriever = PgvectorBM25Retriever(document_store=store)
     retriever.warm_up()
     with psycopg.connect(store.connection_string.resolve_value(), autocommit=True) as connection:
@@ -157,8 +160,14 @@ def test_dropping_the_index_removes_side_tables_triggers_and_function(store):
         triggers = connection.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE %s",
                                       (f"{store.table_name}__bm25%",)).fetchone()[0]
     assert (left, triggers) == (0, 0)
-    ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Writes still work without the index.")])
-    assert store.count_documents() == 1
+    retriever.close()
+    with pytest.raises(BM25IndexMissing, match="pmc-rag setup"):  # the read path never builds it
+        PgvectorBM25Retriever(document_store=store).warm_up()
+    with psycopg.connect(store.connection_string.resolve_value(), autocommit=True) as connection:
+        assert connection.execute("SELECT count(*) FROM pg_class WHERE relname LIKE %s",
+                                  (f"{store.table_name}__bm25%",)).fetchone()[0] == 0
+    ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "The writer installs the index again.")])
+    assert papers(PgvectorBM25Retriever(document_store=store).run(query="writer installs")["documents"]) == ["PMC1"]
 
 
 def test_serialization_round_trip(store):
@@ -166,9 +175,50 @@ def test_serialization_round_trip(store):
                                       filters={"field": "meta.year", "operator": ">", "value": 2010},
                                       filter_policy="merge")
     data = retriever.to_dict()
-    assert data["type"] == "components.bm25_retriever.PgvectorBM25Retriever"
+    assert data["type"] == "pmc_rag.components.bm25_retriever.PgvectorBM25Retriever"
     assert data["init_parameters"]["filter_policy"] == "merge" and data["init_parameters"]["k1"] == 1.5
     assert PgvectorBM25Retriever.from_dict(data).to_dict() == data
     pipeline = Pipeline()
     pipeline.add_component("bm25", retriever)
     assert Pipeline.loads(pipeline.dumps(), allowed_modules=["components.*"]).get_component("bm25").to_dict() == data
+
+
+@pytest.mark.parametrize("filters", [
+    {"field": "meta.year", "operator": "<", "value": 2000},
+    {"field": "meta.year", "operator": "==", "value": 2005},
+    {"field": "meta.year", "operator": "!=", "value": 2005},
+    {"field": "meta.section", "operator": "in", "value": ["Abstract: Conclusions", "Abstract: Results"]},
+    {"field": "meta.section", "operator": "not in", "value": ["Abstract: Conclusions", "Abstract: Results"]},
+    {"field": "meta.word_count", "operator": ">=", "value": 8},
+    {"field": "meta.no_such_field", "operator": "==", "value": None},
+    {"operator": "OR", "conditions": [{"field": "meta.year", "operator": "<=", "value": 1995},
+                                      {"operator": "AND", "conditions": [
+                                          {"field": "meta.year", "operator": ">", "value": 2010},
+                                          {"field": "meta.section", "operator": "==", "value": "Abstract: Results"}]}]},
+])
+def test_our_sql_filters_select_what_the_stores_own_filters_select(pubmedqa_retriever, pg_conn_str, filters):
+    """components/sql_filters.py, which the BM25 retriever uses, agrees with the pgvector store row for row."""
+    from psycopg import sql
+
+    from pmc_rag.components.sql_filters import filter_condition
+
+    store = pubmedqa_retriever.document_store
+    expected = {d.id for d in store.filter_documents(filters)}
+    condition, params = filter_condition(filters, table_alias="chunks")
+    with psycopg.connect(pg_conn_str) as connection:
+        rows = connection.execute(sql.SQL("SELECT chunks.id FROM {} chunks WHERE {}").format(
+            sql.Identifier(store.table_name), condition), params).fetchall()
+    assert {row[0] for row in rows} == expected and expected
+
+
+def test_a_malformed_filter_is_refused_with_its_field_named():
+    from haystack.errors import FilterError
+
+    from pmc_rag.components.sql_filters import filter_condition
+
+    with pytest.raises(FilterError, match="unknown operator `~` on `meta.year`"):
+        filter_condition({"field": "meta.year", "operator": "~", "value": 1})
+    with pytest.raises(FilterError, match="needs a list"):
+        filter_condition({"field": "meta.section", "operator": "in", "value": "Results"})
+    with pytest.raises(FilterError, match="non-empty `conditions`"):
+        filter_condition({"operator": "AND", "conditions": []})

@@ -9,13 +9,13 @@ import pytest
 from haystack import Document, Pipeline, component
 from haystack.dataclasses import ChatMessage
 
-from components.citation_verifier import CitationVerifier
-from components.citations import strip_reference_list
-from components.cited_answer_builder import CitedAnswerBuilder
-from components.empty_reply_generator import EmptyReplyGenerator
-from components.excerpt_budget import ExcerptBudget
-from components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
-from components.section_chunker import SectionChunker
+from pmc_rag.components.citation_verifier import CitationVerifier
+from pmc_rag.components.citations import strip_reference_list
+from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+from pmc_rag.components.empty_reply_generator import EmptyReplyGenerator
+from pmc_rag.components.excerpt_budget import ExcerptBudget
+from pmc_rag.components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
+from pmc_rag.components.section_chunker import SectionChunker
 
 EXCERPTS = [
     Document(id="c1", content="Erlotinib prolonged progression-free survival in patients with EGFR-mutant lung "
@@ -144,7 +144,7 @@ def test_references_carry_what_is_needed_to_check_them():
 
 
 def test_support_matches_word_forms_and_hyphenation_but_not_yes_or_no():
-    from components.citations import content_words, support
+    from pmc_rag.components.citations import content_words, support
 
     assert content_words("Yes, EGFR-mutant tumours improved") == content_words("egfr mutant tumour improvement")
     evidence = "Erlotinib improved progression free survival in EGFR mutant lung cancer."
@@ -208,7 +208,7 @@ def test_rag_yml_prompts_fit_the_embedded_context_even_with_the_densest_excerpts
     own template and counted with Qwen's tokenizer, leaves room for the answer within n_ctx."""
     from llama_cpp import Llama
 
-    from ingestion.sources import read_articles
+    from pmc_rag.ingestion.sources import read_articles
     from pmc_rag.models import assemble_llm
     from pmc_rag.pipelines import load_declared_pipeline
 
@@ -258,7 +258,7 @@ class _ScriptedGenerator:
 def test_a_generator_that_timed_out_is_skipped_for_a_while_and_tried_again_after():
     import httpx
 
-    from components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
+    from pmc_rag.components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
 
     hung = _ScriptedGenerator(error=httpx.ReadTimeout("timed out"))
     refused = _ScriptedGenerator(error=ConnectionRefusedError("refused"))
@@ -296,7 +296,7 @@ def test_serialization_round_trip(component):
 
 
 def test_abbreviations_expand_unless_ambiguous_without_a_pinned_or_contextual_sense():
-    from components.abbreviation_expander import AbbreviationExpander
+    from pmc_rag.components.abbreviation_expander import AbbreviationExpander
 
     expander = AbbreviationExpander(preferred_senses={"MI": "myocardial infarction"})
     result = expander.run(query="Does SGLT2 inhibition lower HbA1c and the risk of MI?")

@@ -134,10 +134,11 @@ def test_sigterm_to_the_embedded_postgres_under_a_running_server_is_503s_then_an
 
 
 def test_a_retriever_whose_session_the_server_closed_reconnects(store, pg_conn_str):
-    from components.bm25_retriever import PgvectorBM25Retriever
+    from pmc_rag.components.article_writer import ArticleWriter
+    from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 
-    store.write_documents([Document(id="a", content="erlotinib in lung cancer", embedding=UNIT,
-                                    meta={"source_id": "PMC1"})])
+    ArticleWriter(document_store=store).run(documents=[Document(id="a", content="erlotinib in lung cancer",
+                                                                embedding=UNIT, meta={"source_id": "PMC1"})])
     retriever = PgvectorBM25Retriever(document_store=store, top_k=3)
     retriever.warm_up()
     with psycopg.connect(pg_conn_str, autocommit=True) as admin:  # as an idle timeout or a restart would

@@ -8,7 +8,7 @@ import math
 import pytest
 from haystack import Document
 
-from evaluation.metrics import (
+from pmc_rag.evaluation.metrics import (
     answer_chunk_scores,
     citation_scores,
     confusion_matrix,
@@ -17,7 +17,7 @@ from evaluation.metrics import (
     predicted_verdict,
     summarise,
 )
-from evaluation.questions import QuestionFileError, load_questions
+from pmc_rag.evaluation.questions import QuestionFileError, load_questions
 
 from conftest import CORPUS, pipeline_file_for
 
@@ -147,7 +147,7 @@ def eval_table(pg_conn_str, tmp_path_factory):
     """Some sample PubMedQA abstracts (and one PMC article) in a table of their own."""
     from haystack import Pipeline
 
-    from ingestion.runner import ingest
+    from pmc_rag.ingestion.runner import ingest
     from pmc_rag.paths import DEV_QUESTIONS
     from pmc_rag.pipelines import ALLOWED_MODULES
 
@@ -169,8 +169,8 @@ def eval_table(pg_conn_str, tmp_path_factory):
 def test_runner_end_to_end_on_five_questions(eval_table, capsys):
     """Every metric family on 5 shipped questions, a retrieval and two answering variants, plus a variant that
     cannot start; then the report's markdown, JSON and PNG."""
-    from evaluation.report import markdown, write_chart, write_json
-    from evaluation.runner import run_evaluation
+    from pmc_rag.evaluation.report import markdown, write_chart, write_json
+    from pmc_rag.evaluation.runner import run_evaluation
     from pmc_rag.paths import DEV_QUESTIONS
 
     table, folder = eval_table
@@ -214,7 +214,7 @@ def test_runner_end_to_end_on_five_questions(eval_table, capsys):
 
 
 def test_retrieval_only_runs_answering_pipelines_without_their_model(eval_table, tmp_path):
-    from evaluation.runner import load_variant, run_evaluation
+    from pmc_rag.evaluation.runner import load_variant, run_evaluation
 
     table, folder = eval_table
     questions = tmp_path / "unseen.jsonl"  # a question file the project has never seen, in the JSONL format
@@ -235,7 +235,7 @@ def test_llm_judge_scores_faithfulness_through_ollama():
     """The judge's wiring, against the fake Ollama server (named as such: no Ollama here) over real HTTP."""
     from fake_ollama import FakeOllama
 
-    from evaluation.judge import FaithfulnessJudge
+    from pmc_rag.evaluation.judge import FaithfulnessJudge
 
     with FakeOllama(model="judge-model") as ollama:
         judge = FaithfulnessJudge("judge-model", url=ollama.url)

@@ -16,10 +16,10 @@ from haystack import Pipeline
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
 
-from components.article_writer import EmbeddingDimensionError
-from components.section_chunker import SectionChunker
-from ingestion.runner import ingest
-from ingestion.sources import read_articles
+from pmc_rag.components.article_writer import EmbeddingDimensionError
+from pmc_rag.components.section_chunker import SectionChunker
+from pmc_rag.ingestion.runner import ingest
+from pmc_rag.ingestion.sources import read_articles
 from pmc_rag.pipelines import ALLOWED_MODULES
 
 from conftest import CORPUS, PROJECT_ROOT, indexing_yaml_for, make_store

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.jats import parse_jats
-from ingestion.sources import read_articles
-from ingestion.xml import IngestError, parse_xml
+from pmc_rag.ingestion.jats import parse_jats
+from pmc_rag.ingestion.sources import read_articles
+from pmc_rag.ingestion.xml import IngestError, parse_xml
 
 from conftest import CORPUS
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from ingestion.evidence import classify_evidence
-from ingestion.pubmed import parse_pubmed
-from ingestion.sources import read_articles
-from ingestion.xml import IngestError, parse_xml
+from pmc_rag.ingestion.evidence import classify_evidence
+from pmc_rag.ingestion.pubmed import parse_pubmed
+from pmc_rag.ingestion.sources import read_articles
+from pmc_rag.ingestion.xml import IngestError, parse_xml
 
 from conftest import CORPUS, FIXTURES
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion.runner import ingest
+from pmc_rag.ingestion.runner import ingest
 from pmc_rag.pipelines import PipelineError, load_declared_pipeline
 
 from conftest import CORPUS, pipeline_file_for

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from haystack import Document, Pipeline
 
-from components.section_chunker import SectionChunker, split_sentences
-from ingestion.sources import expand_paths, read_articles
-from ingestion.xml import IngestError
+from pmc_rag.components.section_chunker import SectionChunker, split_sentences
+from pmc_rag.ingestion.sources import expand_paths, read_articles
+from pmc_rag.ingestion.xml import IngestError
 
 from conftest import CORPUS
 
@@ -133,7 +133,7 @@ def test_serialization_round_trip():
     chunker = SectionChunker(target_words=99, overlap_words=11, source_id_field="pmid")
     data = chunker.to_dict()
     assert data == {
-        "type": "components.section_chunker.SectionChunker",
+        "type": "pmc_rag.components.section_chunker.SectionChunker",
         "init_parameters": {"target_words": 99, "overlap_words": 11, "source_id_field": "pmid"},
     }
     restored = SectionChunker.from_dict(data)

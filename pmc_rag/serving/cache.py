@@ -9,8 +9,8 @@ from typing import Any
 
 import psycopg
 
-from components.bm25_index import BM25Tables, corpus_generation
-from components.store_connection import run_reconnecting
+from pmc_rag.components.bm25_index import BM25Tables, corpus_generation
+from pmc_rag.components.store_connection import run_reconnecting
 
 
 class AnswerCache:

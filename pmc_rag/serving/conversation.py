@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from components.citations import canonical_id, content_words
+from pmc_rag.components.citations import canonical_id, content_words
 
 _REFERS_BACK = re.compile(
     r"\b(?:it|its|it's|they|them|their|theirs|this|that|these|those|the (?:drug|treatment|therapy|intervention|"
@@ -35,14 +35,18 @@ def standalone_query(question: str, previous_queries: list[str]) -> str:
     return f"{question}{_FOLLOW_UP_LABEL}{previous})"
 
 
+def number_for(numbers: dict[str, int], source_id: str) -> int:
+    """A paper's citation number in the conversation: the one it had, else the next free one (`numbers` gains it).
+    The one place conversation numbers are given, for streamed tokens and finished answers alike."""
+    if source_id not in numbers:
+        numbers[source_id] = max(numbers.values(), default=0) + 1
+    return numbers[source_id]
+
+
 def renumber(answer: dict[str, Any], numbers: dict[str, int]) -> dict[str, Any]:
     """The answer with the conversation's citation numbers; `numbers` gains the papers new to it."""
-    mapping: dict[int, int] = {}
-    for reference in sorted(answer.get("references", []), key=lambda r: r["number"]):
-        source_id = reference["source_id"]
-        if source_id not in numbers:
-            numbers[source_id] = max(numbers.values(), default=0) + 1
-        mapping[reference["number"]] = numbers[source_id]
+    mapping = {reference["number"]: number_for(numbers, reference["source_id"])
+               for reference in sorted(answer.get("references", []), key=lambda r: r["number"])}
     if all(old == new for old, new in mapping.items()):
         return answer
     answer = dict(answer)
@@ -58,25 +62,11 @@ _REFERENCE_LINE = re.compile(r"^\s*\[(\d+)\]\s+(PMC\d+|PMID:\d+|doi:\S+)", re.MU
 
 
 def numbers_from_history(messages: list[dict[str, Any]]) -> dict[str, int]:
-    """Citation numbers already shown in a resent chat history (the reference lines this server wrote)."""
+    """Citation numbers already shown in a resent chat history (the reference lines this server wrote:
+    pmc_rag.components.answer.Reference.line)."""
     numbers: dict[str, int] = {}
     for message in messages:
         if message.get("role") == "assistant" and isinstance(message.get("content"), str):
             for number, source_id in _REFERENCE_LINE.findall(message["content"]):
                 numbers.setdefault(canonical_id(source_id), int(number))
     return numbers
-
-
-def format_references(answer: dict[str, Any]) -> str:
-    """The reference list as chat text: one line per source, the id right after the number (parsed back above)."""
-    lines = []
-    for reference in sorted(answer.get("references", []), key=lambda r: r["number"]):
-        details = ". ".join(str(part) for part in (
-            reference.get("title"), reference.get("journal"), reference.get("year")) if part)
-        line = f"[{reference['number']}] {reference['source_id']}"
-        if details:
-            line += f" · {details}"
-        if reference.get("url"):
-            line += f" · {reference['url']}"
-        lines.append(line)
-    return "References:\n" + "\n".join(lines) if lines else ""

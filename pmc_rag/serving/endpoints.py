@@ -16,21 +16,23 @@ import re
 import threading
 import time
 from collections.abc import Generator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from pmc_rag.components.answer import Answer
+from pmc_rag.components.bm25_index import BM25Tables
 from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.local_llm.supervisor import local_model_server
-from pmc_rag.pipelines import load_declared_pipeline
+from pmc_rag.pipelines import document_store_of, load_declared_pipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_request_id, internal_error_detail
 from pmc_rag.serving.config import ServeConfig
-from pmc_rag.serving.conversation import format_references, numbers_from_history, standalone_query
+from pmc_rag.serving.conversation import numbers_from_history, standalone_query
 from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
 from pmc_rag.serving.history import ConversationStore
 from pmc_rag.serving.streaming import CitationStream
@@ -41,35 +43,6 @@ log = logging.getLogger("pmc_rag.serve")
 ACTIVE_CONFIG: ServeConfig | None = None
 
 TopK = Annotated[int, Field(ge=1, le=50)]
-
-
-class AnswerObject(BaseModel):
-    """The answer object (README, "The answer object"), plus what serving adds."""
-
-    model_config = ConfigDict(extra="allow")
-
-    kind: Literal["answer", "small_talk", "emergency"] = Field(
-        "answer", description="`answer` from the literature; `small_talk` and `emergency` are fixed replies "
-                              "given without retrieval.")
-    question: str = Field(description="The question as processed: personal data redacted.")
-    answer: str = Field(description="The displayed answer; every [n] is a valid citation.")
-    raw_answer: str = Field("", description="What the model wrote, unchecked.")
-    citations: list[dict[str, Any]] = Field(default_factory=list, description="Each cited claim, its source and "
-                                                                                "support score.")
-    references: list[dict[str, Any]] = Field(default_factory=list, description="Numbered sources: title, "
-                                                                                 "journal, year, ids, link.")
-    sources: list[dict[str, Any]] = Field(default_factory=list, description="Every retrieved chunk: ids, "
-                                                                              "retriever ranks and scores.")
-    flags: dict[str, bool] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
-    timings_ms: dict[str, float] = Field(default_factory=dict)
-    model: str | None = Field(None, description="The generator that answered (null: none did).")
-    failed_generators: list[str] = Field(default_factory=list)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    conversation_id: str | None = Field(None, description="Send it back with a follow-up question.")
-    standalone_query: str | None = Field(None, description="The question as retrieval saw it.")
-    cached: bool = False
-    redacted: list[str] = Field(default_factory=list, description="Kinds of personal data removed, e.g. [EMAIL].")
 
 
 class RetrievedChunk(BaseModel):
@@ -145,17 +118,19 @@ class AnswerEndpoint(_Endpoint):
     def setup(self) -> None:
         super().setup()
         cache = None
-        pipeline = self.declared.pipeline
-        retriever = next((c for c in (pipeline.get_component(n) for n in pipeline.graph.nodes)
-                          if hasattr(c, "tables")), None)  # the BM25 retriever: its index counts corpus changes
-        if self.config.cache_entries and retriever is not None:
-            cache = AnswerCache(self.connection_string, retriever.tables, self.config.cache_entries)
+        store = document_store_of(self.declared.pipeline)
+        if self.config.cache_entries and store is not None:
+            # The chunk table's BM25 index counts its changes: a cached answer lives until the next one.
+            cache = AnswerCache(self.connection_string, BM25Tables.of(store), self.config.cache_entries)
+        elif self.config.cache_entries:
+            log.warning("%s: answer cache off: the pipeline has no document store to watch for changes",
+                        self.spec.name)
         self.service = AnswerService(
             self.declared, name=self.spec.name, store=self.history, cache=cache, slots=answer_slots(self.config),
             max_question_chars=self.config.max_question_chars, carried_chunks=self.config.carried_chunks)
 
     def run_api(self, question: str, filters: SearchFilters | None = None, top_k: TopK | None = None,
-                conversation_id: str | None = None) -> AnswerObject:
+                conversation_id: str | None = None) -> Answer:
         """
         Answers a question from the indexed literature; every claim carries a checked citation.
 
@@ -164,7 +139,7 @@ class AnswerEndpoint(_Endpoint):
         :param top_k: How many excerpts the answer may draw on (1-50; default: the pipeline's).
         :param conversation_id: The id a previous answer returned, to ask a follow-up in that conversation.
         """
-        return AnswerObject(**self.service.answer(question, filters, top_k, conversation_id))
+        return self.service.answer(question, filters, top_k, conversation_id)
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str | Generator:
         """OpenAI chat: the last user message is the question; earlier turns come from the conversation id
@@ -249,22 +224,22 @@ def _text(content: Any) -> str:
     raise HTTPException(422, "message `content` must be a string or a list of text parts")
 
 
-def chat_text(answer: dict[str, Any], streamed: str) -> str:
+def chat_text(answer: Answer, streamed: str) -> str:
     """The chat message: the answer (unless already streamed and still valid), notes, then the references."""
     parts = []
-    replaced = answer.get("kind") != "answer" or answer.get("flags", {}).get("extractive_fallback")
+    replaced = answer.kind != "answer" or answer.flags.get("extractive_fallback")
     if not streamed.strip():
-        parts.append(answer["answer"])
+        parts.append(answer.answer)
     elif replaced:
         parts.append("The answer above could not be checked against the sources; what the sources say:\n\n"
-                     + answer["answer"])
-    elif set(re.findall(r"\[\d+\]", answer["answer"])) != set(re.findall(r"\[\d+\]", streamed)):
-        parts.append("With its citations checked:\n\n" + answer["answer"])
-    parts.extend(f"_{note}_" for note in answer.get("notes", []))
-    references = format_references(answer)
+                     + answer.answer)
+    elif set(re.findall(r"\[\d+\]", answer.answer)) != set(re.findall(r"\[\d+\]", streamed)):
+        parts.append("With its citations checked:\n\n" + answer.answer)
+    parts.extend(f"_{note}_" for note in answer.notes)
+    references = answer.reference_lines()
     if references:
         parts.append(references)
-    if answer.get("conversation_id"):
-        parts.append(f"conversation_id: {answer['conversation_id']}")
+    if answer.conversation_id:
+        parts.append(f"conversation_id: {answer.conversation_id}")
     text = "\n\n".join(parts)
     return ("\n\n" + text) if streamed.strip() else text

@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from components.citations import canonical_id
+from pmc_rag.components.citations import canonical_id
 
 
 class InputError(HTTPException):

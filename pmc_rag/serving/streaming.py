@@ -6,7 +6,8 @@ import re
 
 from haystack import Document
 
-from components.citations import BARE_NUMBERS, ID_PATTERN, REFERENCE_HEADING, canonical_id
+from pmc_rag.components.citations import BARE_NUMBERS, ID_PATTERN, REFERENCE_HEADING, canonical_id
+from pmc_rag.serving.conversation import number_for
 
 _GROUP = re.compile(r"[\[(]([^\[\]()]{0,200})[\])]")
 _HOLD_LIMIT = 300  # characters held back waiting for a bracket to close before giving up on it
@@ -89,6 +90,4 @@ class CitationStream:
     def _mark(self, source_id: str) -> str:
         if source_id not in self.allowed:
             return ""
-        if source_id not in self.numbers:
-            self.numbers[source_id] = max(self.numbers.values(), default=0) + 1
-        return f"[{self.numbers[source_id]}]"
+        return f"[{number_for(self.numbers, source_id)}]"

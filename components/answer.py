@@ -1,0 +1,140 @@
+"""The answer object, typed: what `CitedAnswerBuilder` builds, the REST endpoint returns, `pmc-rag ask --json`
+prints, and the chat and the CLI render. The README's table of its fields is generated from these descriptions
+(`answer_fields_markdown`; a test keeps the two equal).
+
+Pipelines pass it on as a plain dict (`Answer(...).model_dump()`), which is what Haystack, the cache and the
+conversation store keep; `Answer.model_validate(d)` reads one back.
+
+Usage:
+```python
+answer = Answer.model_validate(pipeline_output["answer"])
+print(answer.as_text())              # the CLI's rendering
+print(answer.reference_lines())      # the chat's reference list
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Citation(BaseModel):
+    number: int = Field(description="the citation's number in the answer text, [n]")
+    source_id: str = Field(description="the cited paper: PMC id, PMID:n or doi:...")
+    chunk_id: str = Field(description="the excerpt that supports the claim")
+    claim: str = Field(description="the sentence of the answer that cites it")
+    evidence: str = Field(description="the sentence of the excerpt that best supports the claim")
+    support: float | None = Field(None, description="share of the claim's content words found in the excerpt, 0-1")
+    attached: bool = Field(False, description="added by post-hoc attribution: the model did not cite it itself")
+
+
+class Reference(BaseModel):
+    number: int
+    source_id: str
+    title: str | None = None
+    journal: str | None = None
+    year: int | str | None = None
+    pmcid: str | None = None
+    pmid: str | int | None = None
+    doi: str | None = None
+    url: str | None = None
+    section: str | None = None
+    chunk_id: str | None = None
+    evidence: str | None = Field(None, description="the excerpt's sentence that best supports the claims citing it")
+
+    def line(self) -> str:
+        """`[n] ID · title. journal. year · url`: the id right after the number (chat histories are parsed back by
+        it: pmc_rag.serving.conversation.numbers_from_history)."""
+        details = ". ".join(str(part) for part in (self.title, self.journal, self.year) if part)
+        return " · ".join(part for part in (f"[{self.number}] {self.source_id}", details, self.url) if part)
+
+
+class Found(BaseModel):
+    rank: int
+    score: float | None = None
+
+
+class Source(BaseModel):
+    chunk_id: str
+    source_id: str | None = None
+    section: str | None = None
+    found_by: dict[str, Found] = Field(default_factory=dict)
+    in_prompt: bool = False
+
+
+class Answer(BaseModel):
+    """A cited answer, or a fixed reply (`kind`: small_talk, emergency) with no references."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["answer", "small_talk", "emergency"] = Field(
+        "answer", description="`answer`; or a fixed reply: `small_talk` (greetings, thanks) or `emergency` (points "
+                              "to emergency services; nothing retrieved)")
+    question: str = Field(description="the question as answered: whitespace normalised, personal data redacted")
+    answer: str = Field(description="the displayed answer, with numbered citations `[1]`; every [n] is a checked "
+                                    "citation")
+    raw_answer: str = Field("", description="the model's reply as written, unchecked")
+    citations: list[Citation] = Field(default_factory=list, description=(
+        "one per citation shown: number, `source_id`, `chunk_id`, the claim, the best supporting sentence "
+        "(`evidence`), `support` (0-1), `attached` (added by post-hoc attribution)"))
+    references: list[Reference] = Field(default_factory=list, description=(
+        "one per cited paper, in number order: title, journal, year, PMCID, PMID, DOI, `url`, section, "
+        "`evidence`"))
+    sources: list[Source] = Field(default_factory=list, description=(
+        "every chunk retrieved or shown to the model: ids, `found_by` (which retriever, rank and score; empty for "
+        "neighbours added by context expansion), `in_prompt`"))
+    invalid_citations: list[str] = Field(default_factory=list, description="ids the model cited that it was not "
+                                                                           "shown (removed)")
+    flags: dict[str, bool] = Field(default_factory=dict, description=(
+        "`invalid_citations_removed`, `weak_support`, `extractive_fallback`, `context_truncated`, "
+        "`citations_attached`, `fallback_generator` (a later generator answered because an earlier one, e.g. "
+        "Ollama, did not), `local_model_failed` (the local model server crashed, hung or could not start; a note "
+        "says why and what to do)"))
+    notes: list[str] = Field(default_factory=list, description="the flags in words, for display")
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="milliseconds per pipeline stage, and "
+                                                                           "`total`")
+    model: str | None = Field(None, description="the model that answered (null: none did; the passages are quoted)")
+    failed_generators: list[str] = Field(default_factory=list, description="the generators that failed before it")
+    usage: dict[str, Any] = Field(default_factory=dict, description="token counts")
+    standalone_query: str | None = Field(None, description="the question as retrieval saw it (a follow-up carries "
+                                                           "its topic along)")
+    conversation_id: str | None = Field(None, description="send it back with a follow-up question (server only)")
+    cached: bool = Field(False, description="answered from the server's cache")
+    redacted: list[str] = Field(default_factory=list, description="kinds of personal data removed from the "
+                                                                  "question, e.g. `[EMAIL]`")
+
+    def reference_lines(self) -> str:
+        """The reference list as chat text, one line per paper (see `Reference.line`)."""
+        lines = [reference.line() for reference in sorted(self.references, key=lambda r: r.number)]
+        return "References:\n" + "\n".join(lines) if lines else ""
+
+    def as_text(self) -> str:
+        """The answer, its notes and its numbered references, as plain text (`pmc-rag ask`)."""
+        if self.kind != "answer":  # a fixed reply is its text alone
+            return self.answer
+        lines = [self.answer or "(no answer)", ""]
+        if self.notes:
+            lines += [f"Note: {note}" for note in self.notes] + [""]
+        lines.append("References")
+        for ref in sorted(self.references, key=lambda r: r.number):
+            ids = ", ".join(x for x in (ref.pmcid, f"PMID {ref.pmid}" if ref.pmid else None,
+                                        f"doi:{ref.doi}" if ref.doi else None) if x)
+            venue = " ".join(str(part) for part in (ref.journal, ref.year) if part)
+            lines.append(f"[{ref.number}] " + ". ".join(p for p in (ref.title or "Untitled abstract", venue, ids) if p))
+            if ref.url:
+                lines.append(f"    {ref.url}")
+            if ref.evidence:
+                lines.append(f'    "{ref.evidence}"')
+        total = self.timings_ms.get("total", 0) / 1000
+        lines += ["", f"Answered by {self.model or 'no model (passages quoted)'} in {total:.1f} s"]
+        return "\n".join(lines)
+
+
+def answer_fields_markdown() -> str:
+    """The README's table of the answer object's fields, from the descriptions above."""
+    rows = ["| field | meaning |", "|---|---|"]
+    for name, field in Answer.model_fields.items():
+        rows.append(f"| `{name}` | {field.description} |")
+    return "\n".join(rows)

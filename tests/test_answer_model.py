@@ -1,0 +1,55 @@
+"""The typed answer object: one definition behind the builder, the REST schema, the renderings and the README."""
+
+from __future__ import annotations
+
+import pytest
+from haystack import Document
+from pydantic import ValidationError
+
+from pmc_rag.components.answer import Answer, answer_fields_markdown
+from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+from pmc_rag.serving.conversation import numbers_from_history, renumber
+
+from conftest import PROJECT_ROOT
+
+EXCERPT = Document(id="c1", content="Erlotinib prolonged progression-free survival in EGFR-mutant lung cancer.",
+                   meta={"source_id": "PMC123", "title": "Erlotinib trial", "journal": "Lancet", "year": 2012,
+                         "pmcid": "PMC123", "pmid": "999", "section": "Results"})
+
+
+def built_answer() -> dict:
+    claims = [{"text": "Erlotinib prolonged progression-free survival.", "cited": ["PMC123"], "attached": [],
+               "support": 0.8}]
+    return CitedAnswerBuilder().run(question="Does erlotinib work?", documents=[EXCERPT], claims=claims,
+                                    raw_answer="Erlotinib prolonged progression-free survival [PMC123].")["answer"]
+
+
+def test_the_readme_table_is_generated_from_the_model():
+    assert answer_fields_markdown() in (PROJECT_ROOT / "README.md").read_text()
+    assert answer_fields_markdown().count("\n| `") == len(Answer.model_fields)
+
+
+def test_what_the_builder_builds_is_an_answer_and_reads_back_unchanged():
+    built = built_answer()
+    assert Answer.model_validate(built).model_dump() == built
+    assert built["references"][0]["url"] == "https://pmc.ncbi.nlm.nih.gov/articles/PMC123/"
+
+
+def test_a_field_outside_the_model_is_refused():
+    with pytest.raises(ValidationError, match="extra"):
+        Answer.model_validate({**built_answer(), "surprise": 1})
+
+
+def test_cli_and_chat_render_the_same_references_and_the_chat_reads_its_numbers_back():
+    answer = Answer.model_validate(renumber(built_answer(), {"PMC9": 1}))  # PMC123 is new: [2]
+    text = answer.as_text()
+    assert text.startswith("Erlotinib prolonged progression-free survival [2].")
+    assert "[2] Erlotinib trial. Lancet 2012. PMC123, PMID 999" in text
+    chat = answer.reference_lines()
+    assert chat == "References:\n[2] PMC123 · Erlotinib trial. Lancet. 2012 · https://pmc.ncbi.nlm.nih.gov/articles/PMC123/"
+    assert numbers_from_history([{"role": "assistant", "content": chat}]) == {"PMC123": 2}
+
+
+def test_a_fixed_reply_renders_as_its_text_alone():
+    reply = Answer(kind="small_talk", question="hello", answer="Hello! Ask me about the literature.")
+    assert reply.as_text() == "Hello! Ask me about the literature." and reply.reference_lines() == ""
