@@ -6,7 +6,9 @@ mean the same for all). What is ranked:
 - a retrieval pipeline (declared output `documents`): that list;
 - an answering pipeline (declared output `answer`): its declared `ranked` output (the excerpts in rank order
   before the token budget cuts them to what the model sees; in rag_context.yml, before neighbours are added).
-  Citation and answer metrics come from the answer object; the judge reads the declared `excerpts`.
+  Citation and answer metrics come from the answer object; the judge reads the declared `excerpts`. Answers
+  come from the answering service (`AnswerService.answer_for_evaluation`), as for `pmc-rag ask` and the server,
+  with the question checks off so that every question of the set is scored.
 
 Usage:
 ```python
@@ -36,7 +38,8 @@ from tqdm import tqdm
 
 from pmc_rag.evaluation.metrics import answer_chunk_scores, citation_scores, paper_scores, predicted_verdict, summarise
 from pmc_rag.evaluation.questions import Question, load_questions
-from pmc_rag.answering import run_answering, timed_run
+from pmc_rag.answer_service import AnswerService
+from pmc_rag.answering import timed_run
 from pmc_rag.paths import PIPELINES_DIR, PROJECT_ROOT
 from pmc_rag.pipelines import (
     DeclaredPipeline,
@@ -154,8 +157,9 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
                               "gold_source_ids": question.gold_source_ids, "gold_verdict": question.gold_verdict}
     inputs = {"top_k": TOP_K} if "top_k" in pipeline.inputs else {}
     try:
-        if variant.answers:
-            answer, outputs = run_answering(pipeline, question.question, inputs=inputs)
+        if variant.answers:  # through the answering service, as pmc-rag ask and the server, with its checks off
+            answer, outputs = AnswerService(pipeline, name=f"eval {variant.name}").answer_for_evaluation(
+                question.question, top_k=inputs.get("top_k"))
             ranked = outputs["ranked"] or []
             record["timings_ms"] = answer["timings_ms"]
             if not retrieval_only:

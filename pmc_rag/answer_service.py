@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.remembering_fallback_chat_generator import GenerationStopped
-from pmc_rag.answering import answer_question
+from pmc_rag.answering import run_answering
 from pmc_rag.database import unreachable
 from pmc_rag.pipelines import DeclaredPipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
@@ -177,13 +177,28 @@ class AnswerService:
                 on_token(chunk)
 
         def run() -> dict[str, Any]:
-            return answer_question(self.pipeline, query, haystack_filters, inputs=inputs, streaming_callback=watched,
-                                   on_excerpts=stream.set_excerpts if stream else None)
+            return self._pipeline_answer(query, haystack_filters, inputs, streaming_callback=watched,
+                                         on_excerpts=stream.set_excerpts if stream else None)[0]
 
         if self.slots is None:
             return run()
         with self.slots.turn(lifetime):  # 503 when the queue is full or the wait too long
             return run()
+
+    def answer_for_evaluation(self, question: str, top_k: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The answer object and every declared output of the run (`ranked`, `excerpts`), for `pmc-rag eval`.
+
+        The checks are off: the question goes in as written (no length limit, redaction or fixed reply), so every
+        question of a set is scored the same way. No conversation, cache, queue or audit.
+        """
+        self.warm_up()
+        return self._pipeline_answer(question, None, {"top_k": top_k})
+
+    def _pipeline_answer(self, query: str, haystack_filters: dict | None, inputs: dict[str, Any], *,
+                         streaming_callback: Any = None, on_excerpts: Any = None
+                         ) -> tuple[dict[str, Any], dict[str, Any]]:
+        return run_answering(self.pipeline, query, haystack_filters, inputs=inputs,
+                             streaming_callback=streaming_callback, on_excerpts=on_excerpts)
 
     def _stopped(self, why: str, question: str) -> HTTPException:
         lifetime = current_lifetime.get()

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from pmc_rag.answering import answer_question
-from pmc_rag.pipelines import load_declared_pipeline
+from pmc_rag.pipeline_files import resolve_pipeline_spec
+from pmc_rag.pipelines import PipelineError, load_declared_pipeline
 
 from conftest import PROJECT_ROOT, pipeline_file_for
 
@@ -130,8 +131,6 @@ def test_rag_rerank_wiring_runs_with_a_cross_encoder(rag_files, tiny_cross_encod
 
 
 def test_a_model_that_cannot_load_is_a_start_up_error_naming_the_yaml_key(rag_files):
-    from pmc_rag.pipelines import PipelineError
-
     table, folder = rag_files
     pipeline = load_declared_pipeline(pipeline_file_for("rag_rerank", table, folder))
     with pytest.raises(PipelineError, match=r"component `ranker` could not start: .* Change "
@@ -149,3 +148,80 @@ def test_each_optional_stage_is_a_yaml_variant_that_answers(rag_files, name):
     assert answer["references"]
     assert {r["source_id"] for r in answer["references"]} <= {s["source_id"] for s in answer["sources"]
                                                               if s["in_prompt"]}
+
+
+def test_renaming_components_in_the_yaml_changes_nothing_but_their_lines(rag_files):
+    """What the answering code reads comes from declared outputs: rename the budget and the retrievers, update
+    only `outputs:` (and the connections), and the excerpts, sources and timings still come through."""
+    table, folder = rag_files
+    spec = resolve_pipeline_spec(pipeline_file_for("rag_extractive", table, folder))  # no model: fast
+    for old, new in (("budget", "excerpt_window"), ("bm25", "keyword_leg")):
+        spec["components"][new] = spec["components"].pop(old)
+
+        def renamed(socket: str, old=old, new=new) -> str:
+            return new + socket[len(old):] if socket.split(".")[0] == old else socket
+
+        spec["connections"] = [{k: renamed(v) for k, v in c.items()} for c in spec["connections"]]
+        spec["inputs"] = {k: [renamed(s) for s in v] for k, v in spec["inputs"].items()}
+        spec["outputs"] = {k: renamed(v) for k, v in spec["outputs"].items()}
+    path = folder / "rag_renamed.yml"
+    path.write_text(yaml.safe_dump(spec))
+    seen: list = []
+    answer = answer_question(load_declared_pipeline(path), QUESTION, on_excerpts=seen.extend)
+    assert seen and {d.id for d in seen} == {s["chunk_id"] for s in answer["sources"] if s["in_prompt"]}
+    assert answer["timings_ms"]["excerpt_window"] > 0
+    assert any("bm25" in s["found_by"] for s in answer["sources"])  # the declared name, not the component's
+
+
+def test_an_answering_pipeline_that_does_not_declare_its_excerpts_is_refused_when_it_loads(tmp_path):
+    spec = resolve_pipeline_spec(PROJECT_ROOT / "pipelines" / "rag_extractive.yml")
+    del spec["outputs"]["excerpts"]
+    path = tmp_path / "rag_undeclared.yml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(PipelineError, match=r"rag_undeclared.yml: an answering pipeline declares `excerpts:`"):
+        load_declared_pipeline(path)
+    spec["outputs"]["excerpts"] = "no_such_stage.documents"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(PipelineError, match=r"output `excerpts` names no_such_stage.documents"):
+        load_declared_pipeline(path)
+
+
+def test_the_stage_timer_leaves_a_tracer_someone_set_all_its_spans(tmp_path):
+    """pmc-rag times stages in front of the tracer that is set (OpenTelemetry, Langfuse...), never instead of it."""
+    import contextlib
+
+    from haystack import tracing
+    from haystack.tracing import Span, Tracer
+
+    from pmc_rag.answering import timed_run
+
+    class Recording(Tracer):
+        def __init__(self):
+            self.components = []
+
+        @contextlib.contextmanager
+        def trace(self, operation_name, tags=None, parent_span=None):
+            if operation_name == "haystack.component.run":
+                self.components.append((tags or {}).get("haystack.component.name"))
+            yield _Null()
+
+        def current_span(self):
+            return None
+
+    class _Null(Span):
+        def set_tag(self, key, value):
+            pass
+
+    path = tmp_path / "tiny.yml"
+    path.write_text("components:\n  greeter:\n    type: haystack.components.builders.prompt_builder.PromptBuilder\n"
+                    "    init_parameters: {template: 'Hello {{ question }}'}\n"
+                    "inputs: {question: [greeter.question]}\noutputs: {prompt: greeter.prompt}\n")
+    before = tracing.tracer.actual_tracer
+    recording = Recording()
+    tracing.enable_tracing(recording)
+    try:
+        outputs, timings = timed_run(load_declared_pipeline(path), question="you")
+        assert outputs["prompt"] == "Hello you" and timings["greeter"] >= 0
+        assert recording.components == ["greeter"]
+    finally:
+        tracing.tracer.actual_tracer = before

@@ -386,7 +386,7 @@ def test_an_unexpected_failure_is_a_500_with_a_request_id_and_no_internals(clien
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("secret detail: /srv/internal/path password=hunter2")
 
-    monkeypatch.setattr(answer_service, "answer_question", broken)
+    monkeypatch.setattr(answer_service, "run_answering", broken)
     monkeypatch.setattr(endpoints.RetrievalEndpoint, "run_api", broken)  # fails inside Hayhooks' own route
     with caplog.at_level("ERROR", logger="pmc_rag.serve"):
         for response in (client.post("/rag/run", json={"question": "Why would this fail?"}),
