@@ -213,11 +213,11 @@ def _setup(args: argparse.Namespace) -> int:
     _check_local_model(args.answer_pipeline)
     print(f"Database: {ensure_database().description}")
     pipeline = load_pipeline(args.pipeline)
-    chunks = _writer_store(pipeline).count_documents()
+    writer = _writer(pipeline)
+    if hasattr(writer, "warm_up"):  # set-up time: the writer creates the table and its BM25 index if missing
+        writer.warm_up()
+    chunks = writer.document_store.count_documents()
     if chunks:
-        # Set-up time: the writer installs what the table needs (the BM25 index) if an older version made it.
-        if hasattr(_writer(pipeline), "warm_up"):
-            _writer(pipeline).warm_up()
         print(f"Index already holds {chunks} chunks: nothing to ingest.")
     elif args.no_sample:
         print("Index is empty; skipping the sample corpus as asked.")

@@ -110,14 +110,14 @@ class DeclaredPipeline:
             try:
                 component.warm_up()
             except Exception as error:  # model loaders raise OSError, ValueError, RuntimeError and more
-                key = f"components.{name}.init_parameters.model" if hasattr(component, "model") else \
-                    f"components.{name}.init_parameters"
+                problem = f"{self.path}: component `{name}` could not start: {type(error).__name__}: " \
+                          f"{' '.join(str(error).split())}"
+                if not hasattr(component, "model"):  # its own message says what to do (a missing index, say)
+                    raise PipelineError(problem) from error
                 offline = " (models load from the local cache only while HF_HUB_OFFLINE=1)" \
                     if os.environ.get("HF_HUB_OFFLINE") == "1" else ""
-                raise PipelineError(
-                    f"{self.path}: component `{name}` could not start: {type(error).__name__}: "
-                    f"{' '.join(str(error).split())} Change "
-                    f"`{key}` in the YAML to a model this machine has{offline}.") from error
+                raise PipelineError(f"{problem} Change `components.{name}.init_parameters.model` in the YAML to a "
+                                    f"model this machine has{offline}.") from error
         self.warmed_up = True
 
     def run(self, component_inputs: dict[str, dict[str, Any]] | None = None, **values: Any) -> dict[str, Any]:
