@@ -110,6 +110,10 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
     assert re.search(r"Local model server \(qwen2.5-0.5b-instruct\) at http://127.0.0.1:\d+/v1: answered a test "
                      r"prompt in [\d.]+ s \(\d+ tokens/s\)", empty.stdout), empty.stdout
     assert (tmp_path / "home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").is_file()
+    # Set-up made the empty table ready to search: the BM25 retriever finds its index (it never builds one).
+    from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
+
+    assert PgvectorBM25Retriever(document_store=make_store(table_name)).run(query="anything")["documents"] == []
 
     ingested = pmc_rag("ingest", "--no-progress", "--pipeline", str(yaml_path),
                        str(CORPUS / "plos/journal.pone.0097541.xml"), env=env)
