@@ -24,6 +24,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from pmc_rag.components.store_connection import connect
+
 
 @dataclass(frozen=True)
 class BM25Tables:
@@ -170,6 +172,15 @@ def ensure_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> boo
     # Fresh statistics, or the planner guesses at the new tables' sizes (outside the transaction: cheap).
     connection.execute(tables.format("ANALYZE {terms}, {docs}, {postings}"))
     return True
+
+
+def install_bm25_index(document_store: Any) -> bool:
+    """Set-up: create a pgvector store's table if it is missing, and install (or rebuild) its BM25 index. For
+    `pmc-rag setup` and server start; the indexing pipeline's writer does the same when it warms up. Returns
+    True if it built the index."""
+    document_store.count_documents()  # the store creates the extension and its table as configured
+    with connect(document_store) as connection:
+        return ensure_bm25_index(connection, BM25Tables.of(document_store))
 
 
 class BM25IndexMissing(RuntimeError):

@@ -154,7 +154,7 @@ class CitedAnswerBuilder:
             "notes": notes,
             "model": model,
             "failed_generators": failed,
-            "usage": meta.get("usage", {}),
+            "usage": meta.get("usage") or {},  # a streaming server may send none
         })
         return {"answer": answer.model_dump()}
 

@@ -23,7 +23,7 @@ from hayhooks import BasePipelineWrapper
 from pydantic import BaseModel, Field
 
 from pmc_rag.components.answer import Answer
-from pmc_rag.components.bm25_index import BM25Tables
+from pmc_rag.components.bm25_index import BM25Tables, install_bm25_index
 from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.local_llm.supervisor import local_model_server
@@ -69,6 +69,9 @@ class _Endpoint(BasePipelineWrapper):
         self.spec = self.config.endpoint(self.endpoint_name)
         self.connection_string = ensure_database().connection_string
         self.declared = load_declared_pipeline(self.spec.pipeline)
+        store = document_store_of(self.declared.pipeline)
+        if store is not None:  # server start is set-up time: a fresh table gets its BM25 index now, not mid-request
+            install_bm25_index(store)
         self.declared.warm_up()  # models load now, before the port opens; a local model server starts
         if self.declared.local_model is not None:
             local_model_server(self.declared.local_model).watch()  # restarted if it dies or hangs
