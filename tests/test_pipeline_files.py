@@ -79,9 +79,15 @@ def test_every_shipped_pipeline_resolves_to_yaml_haystack_loads(path: Path):
     Pipeline.loads(yaml.safe_dump(spec), allowed_modules=ALLOWED_MODULES)
 
 
-def test_the_store_is_defined_once_and_every_pipeline_uses_it():
-    files_naming_it = [p.name for p in PIPELINES.glob("*.yml") if "PgvectorDocumentStore" in p.read_text()]
-    assert files_naming_it == ["document_store.yml"]
+def test_the_bases_are_plain_haystack_yaml():
+    """rag.yml and indexing.yml load as they are, with no resolving (Hayhooks or Pipeline.loads directly)."""
+    for name in ("rag.yml", "indexing.yml"):
+        Pipeline.loads((PIPELINES / name).read_text(), allowed_modules=ALLOWED_MODULES)
+
+
+def test_the_store_is_the_same_everywhere_and_written_only_in_the_bases():
+    files_naming_it = sorted(p.name for p in PIPELINES.glob("*.yml") if "PgvectorDocumentStore" in p.read_text())
+    assert files_naming_it == ["document_store.yml", "indexing.yml", "rag.yml"]
     store = read_yaml(PIPELINES / "document_store.yml")
     for path in SHIPPED:
         for name, component in resolve_pipeline_spec(path)["components"].items():
