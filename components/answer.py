@@ -28,6 +28,19 @@ class Citation(BaseModel):
     evidence: str = Field(description="the sentence of the excerpt that best supports the claim")
     support: float | None = Field(None, description="share of the claim's content words found in the excerpt, 0-1")
     attached: bool = Field(False, description="added by post-hoc attribution: the model did not cite it itself")
+    recited_from: list[str] = Field(default_factory=list, description=(
+        "re-cited: the papers the model cited for this claim, which do not support it (this one does)"))
+    judgement: str | None = Field(None, description="the claim check's verdict: supported, unsupported, "
+                                                    "unverifiable (too short), unchecked")
+
+
+class RemovedClaim(BaseModel):
+    text: str = Field(description="the model's sentence, removed from the answer")
+    cited: list[str] = Field(default_factory=list, description="the papers the model cited for it")
+    source_id: str | None = Field(None, description="the excerpt's paper that contradicts it")
+    judgement: str = Field(description="contradicted (or unsupported, where the pipeline removes those too)")
+    reason: str = Field("", description="what differs: negation, numbers, direction, or the judge's verdict")
+    evidence: str = Field("", description="the excerpt's sentence the claim was checked against")
 
 
 class Reference(BaseModel):
@@ -87,9 +100,13 @@ class Answer(BaseModel):
         "neighbours added by context expansion), `in_prompt`"))
     invalid_citations: list[str] = Field(default_factory=list, description="ids the model cited that it was not "
                                                                            "shown (removed)")
+    removed_claims: list[RemovedClaim] = Field(default_factory=list, description=(
+        "sentences of the model's reply removed because a shown excerpt contradicts them: text, cited papers, "
+        "`reason`, the contradicting `evidence`"))
     flags: dict[str, bool] = Field(default_factory=dict, description=(
         "`invalid_citations_removed`, `weak_support`, `extractive_fallback`, `context_truncated`, "
-        "`citations_attached`, `fallback_generator` (a later generator answered because an earlier one, e.g. "
+        "`citations_attached`, `citations_corrected` (a claim re-cited to the excerpt that supports it), "
+        "`claims_removed` (a claim its source contradicts was taken out), `fallback_generator` (a later generator answered because an earlier one, e.g. "
         "Ollama, did not), `local_model_failed` (the local model server crashed, hung or could not start; a note "
         "says why and what to do)"))
     notes: list[str] = Field(default_factory=list, description="the flags in words, for display")

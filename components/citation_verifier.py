@@ -7,7 +7,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from pmc_rag.components.citations import canonical_id, normalise_text, split_cited_sentences, strip_reference_list, support
+from pmc_rag.components.citations import (canonical_id, normalise_text, shown_text, split_cited_sentences,
+                                         strip_reference_list, support)
 
 
 @component
@@ -83,7 +84,7 @@ class CitationVerifier:
                 if best_id and best_support is not None and best_support >= self.attribution_threshold:
                     attached = [best_id]
             cited = valid or attached
-            scores = [s for cid in cited for d in given[cid] if (s := support(sentence.text, _shown(d)))
+            scores = [s for cid in cited for d in given[cid] if (s := support(sentence.text, shown_text(d)))
                       is not None]
             claims.append({
                 "text": sentence.text,
@@ -99,12 +100,8 @@ class CitationVerifier:
         best_id, best = None, None
         for source_id, documents in given.items():
             for document in documents:
-                score = support(text, _shown(document))
+                score = support(text, shown_text(document))
                 if score is not None and (best is None or score > best):
                     best_id, best = source_id, score
         return best_id, best
 
-
-def _shown(document: Document) -> str:
-    """What the model saw of an excerpt: its title (in the label) and its text."""
-    return f"{document.meta.get('title') or ''}\n{document.content or ''}"

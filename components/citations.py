@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import snowballstemmer
+from haystack import Document
 
 from pmc_rag.components.section_chunker import split_sentences
 
@@ -160,3 +161,11 @@ def best_sentence(claim: str, evidence: str) -> tuple[str, float]:
         if score > best_score:
             best, best_score = sentence, score
     return best, max(best_score, 0.0)
+
+
+def shown_text(document: Document) -> str:
+    """What the model saw of an excerpt: its title (in its label) and its text."""
+    title = (document.meta.get("title") or "").strip()
+    if title and title[-1] not in ".?!":
+        title += "."  # a sentence of its own, not the start of the excerpt's first one
+    return f"{title}\n{document.content or ''}"

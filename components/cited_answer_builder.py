@@ -71,6 +71,7 @@ class CitedAnswerBuilder:
         question: str,
         documents: list[Document],
         claims: list[dict[str, Any]] | None = None,
+        removed_claims: list[dict[str, Any]] | None = None,
         invalid_citations: list[str] | None = None,
         raw_answer: str = "",
         excerpts_dropped: int = 0,
@@ -80,7 +81,10 @@ class CitedAnswerBuilder:
         """
         :param question: The user's question.
         :param documents: The excerpts the model was shown, in prompt order.
-        :param claims: From `CitationVerifier`; none means the model gave no answer.
+        :param claims: From `CitationVerifier`, or `ClaimChecker` after it; none means the model gave no answer.
+            A claim with a `judgement` (from the checker) counts as supported when judged so; one without, when
+            its lexical support reaches `min_support`.
+        :param removed_claims: From `ClaimChecker`: claims taken out because a shown excerpt contradicts them.
         :param invalid_citations: From `CitationVerifier`.
         :param raw_answer: The model's reply as written.
         :param excerpts_dropped: Excerpts left out of the prompt to fit the token budget.
@@ -94,7 +98,8 @@ class CitedAnswerBuilder:
         by_id: dict[str, list[Document]] = {}
         for document in documents:
             by_id.setdefault(canonical_id(str(document.meta.get(self.source_id_field, ""))), []).append(document)
-        supported = [c for c in claims if c["cited"] and (c["support"] or 0) >= self.min_support]
+        removed_claims = removed_claims or []
+        supported = [c for c in claims if c["cited"] and self._supported(c)]
         extractive = not supported
         notes = []
         if extractive:
@@ -115,13 +120,22 @@ class CitedAnswerBuilder:
                     key=lambda pair: pair[0][1])
                 citations.append({"number": number, "source_id": source_id, "chunk_id": document.id,
                                   "claim": claim["text"], "evidence": evidence, "support": claim["support"],
-                                  "attached": source_id in claim.get("attached", [])})
+                                  "attached": source_id in claim.get("attached", []),
+                                  "recited_from": list(claim.get("recited_from", [])),
+                                  "judgement": claim.get("judgement")})
             sentences.append(_with_marks(claim["text"], marks))
-        weak = [c for c in claims if c["cited"] and c["support"] is not None and c["support"] < self.min_support]
+        weak = [c for c in claims if c["cited"] and c["support"] is not None and not self._supported(c)]
         attached = sorted({c["number"] for c in citations if c["attached"]})
         if attached:
             notes.append(f"Citation(s) {', '.join(f'[{n}]' for n in attached)} were added by checking the sentence "
                          "against the excerpts: the model did not cite them itself.")
+        recited = [c for c in citations if c["recited_from"]]
+        if recited:
+            notes.append("Re-cited to the excerpt that supports the claim (the model had cited another paper): " +
+                         "; ".join(f"[{c['number']}] instead of {', '.join(c['recited_from'])}" for c in recited) + ".")
+        if removed_claims:
+            notes.append(f"Removed {len(removed_claims)} sentence(s) that the cited sources contradict: " + "; ".join(
+                f"\"{r['text']}\" ({r['source_id']}: {r['reason']})" for r in removed_claims) + ".")
         if invalid_citations:
             notes.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
                          f"{', '.join(invalid_citations)}.")
@@ -143,12 +157,15 @@ class CitedAnswerBuilder:
             "references": [self._reference(number, source_id, by_id[source_id][0], citations)
                            for source_id, number in numbers.items()],
             "invalid_citations": list(invalid_citations or []),
+            "removed_claims": removed_claims,
             "flags": {
                 "invalid_citations_removed": bool(invalid_citations),
                 "weak_support": bool(weak) and not extractive,
                 "extractive_fallback": extractive,
                 "context_truncated": excerpts_dropped > 0,
                 "citations_attached": any(c["attached"] for c in citations),
+                "citations_corrected": bool(recited),
+                "claims_removed": bool(removed_claims),
                 "fallback_generator": bool(failed and model),
             },
             "notes": notes,
@@ -157,6 +174,11 @@ class CitedAnswerBuilder:
             "usage": meta.get("usage") or {},  # a streaming server may send none
         })
         return {"answer": answer.model_dump()}
+
+    def _supported(self, claim: dict[str, Any]) -> bool:
+        if "judgement" in claim:
+            return claim["judgement"] == "supported"
+        return (claim["support"] or 0) >= self.min_support
 
     _MIN_QUOTED_WORDS = 6
 

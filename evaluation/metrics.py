@@ -22,6 +22,7 @@ from haystack import Document
 from haystack.components.evaluators import DocumentMRREvaluator, DocumentNDCGEvaluator, DocumentRecallEvaluator
 from haystack.components.evaluators.document_recall import RecallMode
 
+from pmc_rag.evaluation.citation_quality import summarise_alce
 from pmc_rag.evaluation.questions import VERDICTS
 
 CUTOFFS = (1, 5, 10)
@@ -99,6 +100,12 @@ def confusion_matrix(pairs: Iterable[tuple[str, str | None]]) -> dict[str, dict[
     return matrix
 
 
+def accuracy_by_class(pairs: Iterable[tuple[str, str | None]]) -> dict[str, float | None]:
+    """Per gold verdict, the share of its questions answered with it."""
+    pairs = list(pairs)
+    return {gold: mean(float(predicted == gold) for g, predicted in pairs if g == gold) for gold in VERDICTS}
+
+
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-th percentile (0-100) by linear interpolation between closest ranks; None for no values."""
     if not values:
@@ -141,7 +148,18 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             pairs = [(r["gold_verdict"], r["predicted_verdict"]) for r in judged]
             summary["verdicts"] = {"questions": len(judged),
                                    "accuracy": sum(gold == predicted for gold, predicted in pairs) / len(judged),
+                                   # a verdict that always says "yes" scores the share of yes questions: per
+                                   # gold class, it scores 1, 0, 0
+                                   "accuracy_by_class": accuracy_by_class(pairs),
                                    "confusion": confusion_matrix(pairs)}
+        alce = [r["alce"] for r in answered if "alce" in r]
+        if alce:
+            summary["claims"] = {**summarise_alce(alce),
+                                 "removed": sum(r.get("claims_removed", 0) for r in answered),
+                                 "recited": sum(r.get("claims_recited", 0) for r in answered)}
+        attacks = [a for r in answered for a in r.get("attacks", [])]
+        if attacks:
+            summary["attacks"] = {"attacked": len(attacks), **Counter(a["outcome"] for a in attacks)}
         faithfulness = [r["faithfulness"] for r in answered if r.get("faithfulness") is not None]
         if faithfulness:
             summary["faithfulness"] = statistics.fmean(faithfulness)

@@ -66,6 +66,27 @@ def markdown(report: dict[str, Any]) -> str:
             rows.append(row)
         lines += ["**Citations and answers**", "", *_table(header, rows), ""]
 
+    checked = {n: e for n, e in answering.items() if "claims" in e["summary"]}
+    if checked:
+        header = ["variant", "statements", "citation recall", "citation precision", "unsupported", "re-cited",
+                  "removed", "attacked", "through", "repaired", "removed (attacks)", "absent"]
+        rows = []
+        for name, entry in checked.items():
+            claims, attacks = entry["summary"]["claims"], entry["summary"].get("attacks", {})
+            through = attacks.get("through", 0)
+            rows.append([name, str(claims["statements"]), _figure(claims["citation_recall"]),
+                         _figure(claims["citation_precision"]), _figure(claims["unsupported_share"]),
+                         str(claims["recited"]), str(claims["removed"]),
+                         str(attacks.get("attacked", "")), (f"**{through}**" if through else str(through))
+                         if attacks else "", str(attacks.get("repaired", "")) if attacks else "",
+                         str(attacks.get("removed", "")) if attacks else "",
+                         str(attacks.get("absent", "")) if attacks else ""])
+        judge = meta.get("claim_judge", {}).get("type", "").rsplit(".", 1)[-1]
+        lines += [f"**Claims** (ALCE citation recall and precision, judged by {judge or 'the claim judge'}; "
+                  "unsupported: share of cited statements its citations do not support; attacks: sentences an "
+                  "adversarial generator wrote, `through` = displayed as the adversary meant)", "",
+                  *_table(header, rows), ""]
+
     header = ["variant", "p50", "p95", "tokens in", "tokens out", "slowest stages (p50 / p95)"]
     rows = []
     for name, entry in variants.items():
@@ -85,7 +106,9 @@ def markdown(report: dict[str, Any]) -> str:
             continue
         predicted = ["yes", "no", "maybe", "none"]
         rows = [[gold] + [str(verdicts["confusion"][gold][p]) for p in predicted] for gold in ("yes", "no", "maybe")]
-        lines += [f"Verdicts of `{name}` (rows: gold, columns: the answer's first word)", "",
+        by_class = verdicts.get("accuracy_by_class", {})
+        lines += [f"Verdicts of `{name}` (rows: gold, columns: the answer's first word; accuracy per gold class: "
+                  + ", ".join(f"{gold} {_figure(by_class.get(gold))}" for gold in ("yes", "no", "maybe")) + ")", "",
                   *_table(["gold \\ answer", *predicted], rows), ""]
     return "\n".join(lines)
 

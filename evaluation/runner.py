@@ -36,6 +36,9 @@ import yaml
 from haystack import Document
 from tqdm import tqdm
 
+from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
+from pmc_rag.evaluation.adversaries import AdversarialChatGenerator
+from pmc_rag.evaluation.citation_quality import alce_scores, attack_outcomes
 from pmc_rag.evaluation.metrics import answer_chunk_scores, citation_scores, paper_scores, predicted_verdict, summarise
 from pmc_rag.evaluation.questions import Question, load_questions
 from pmc_rag.answer_service import AnswerService
@@ -76,6 +79,7 @@ class Variant:
     models: list[str]
     pipeline: DeclaredPipeline | None = None
     error: str | None = None
+    adversary: str | None = None  # an AdversarialChatGenerator's attack, in place of the pipeline's generator
     records: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -93,6 +97,20 @@ def without_generation(spec: dict[str, Any]) -> None:
     spec.pop("local_model", None)
 
 
+def with_adversary(attack: str):
+    """A spec edit: the generator becomes an `AdversarialChatGenerator` making `attack`; no model server starts."""
+    def edit(spec: dict[str, Any]) -> None:
+        components = spec.get("components") or {}
+        generators = [name for name, c in components.items() if "generator" in str(c.get("type", "")).lower()]
+        if not generators:
+            raise PipelineError("has no generator for the adversary to replace")
+        for name in generators:
+            components[name] = {"type": "pmc_rag.evaluation.adversaries.AdversarialChatGenerator",
+                                "init_parameters": {"attack": attack}}
+        spec.pop("local_model", None)
+    return edit
+
+
 def _models(spec: Any) -> list[str]:
     """Every `model:` value in a pipeline spec, nested generators included."""
     found: list[str] = []
@@ -108,17 +126,20 @@ def _models(spec: Any) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def load_variant(name_or_path: str | Path, retrieval_only: bool) -> Variant:
-    """Load and warm up a variant; a variant that cannot start is kept with its error (its row says why)."""
+def load_variant(name_or_path: str | Path, retrieval_only: bool, adversary: str | None = None) -> Variant:
+    """Load and warm up a variant (with an adversarial generator, if named); a variant that cannot start is kept
+    with its error (its row says why)."""
     try:
         path, spec = pipeline_spec(name_or_path)
     except PipelineError as error:
         return Variant(Path(str(name_or_path)).stem, Path(str(name_or_path)), "", [], error=str(error))
     # The hash of the pipeline as run: a change to a variant's base changes it too.
     resolved = yaml.safe_dump(spec, sort_keys=False)
-    variant = Variant(path.stem, path, hashlib.sha256(resolved.encode()).hexdigest(), _models(spec))
+    variant = Variant(path.stem + (f"+{adversary}" if adversary else ""), path,
+                      hashlib.sha256(resolved.encode()).hexdigest(), _models(spec), adversary=adversary)
+    edit = without_generation if retrieval_only else with_adversary(adversary) if adversary else None
     try:
-        pipeline = load_declared_pipeline(path, edit=without_generation if retrieval_only else None)
+        pipeline = load_declared_pipeline(path, edit=edit)
         if not {"documents", "answer"} & set(pipeline.outputs):
             raise PipelineError(f"{path}: declares neither a `documents` nor an `answer` output; nothing to rank")
         if "answer" in pipeline.outputs and "ranked" not in pipeline.outputs:
@@ -149,7 +170,7 @@ class GoldChunks:
 
 
 def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, retrieval_only: bool,
-                      judge: Any = None) -> dict[str, Any]:
+                      judge: Any = None, claim_judge: Any = None) -> dict[str, Any]:
     """Run one question through one variant and score it; errors are recorded, not raised."""
     pipeline = variant.pipeline
     assert pipeline is not None
@@ -168,7 +189,13 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
                     failed_generators=answer.get("failed_generators", []), usage=answer.get("usage", {}),
                     flags=answer.get("flags", {}), references=[r["source_id"] for r in answer.get("references", [])],
                     predicted_verdict=predicted_verdict(answer["answer"]),
-                    citations=citation_scores(answer, question.gold_source_ids))
+                    citations=citation_scores(answer, question.gold_source_ids),
+                    claims_removed=len(answer.get("removed_claims", [])),
+                    claims_recited=len({c["claim"] for c in answer.get("citations", []) if c.get("recited_from")}),
+                    alce=alce_scores(answer, outputs["excerpts"] or [], claim_judge or LexicalSupportJudge()))
+                if variant.adversary:
+                    _, attacks = AdversarialChatGenerator(attack=variant.adversary).plan(outputs["prompt"] or [])
+                    record["attacks"] = attack_outcomes(answer, attacks)
                 if judge is not None:
                     excerpts = outputs["excerpts"] or []
                     record["faithfulness"] = judge.score(question.question, answer["answer"],
@@ -188,6 +215,11 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
     except Exception as error:  # one failing question must not end a long run; it is counted and shown
         record["error"] = f"{type(error).__name__}: {' '.join(str(error).split())[:500]}"
     return record
+
+
+def _described(component: Any) -> dict[str, Any]:
+    data = component.to_dict()
+    return {"type": data["type"], **data.get("init_parameters", {})}
 
 
 def _shown(path: Path) -> str:
@@ -222,8 +254,10 @@ def _versions() -> dict[str, str]:
 
 
 def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Path, *, limit: int | None = None,
-                   retrieval_only: bool = False, judge: Any = None, progress: bool = True) -> dict[str, Any]:
-    """Run every variant on the questions; return the report (metadata, per-variant summary and records)."""
+                   retrieval_only: bool = False, judge: Any = None, progress: bool = True,
+                   adversaries: list[str] | None = None, claim_judge: Any = None) -> dict[str, Any]:
+    """Run every variant on the questions (each answering variant once per adversary instead, if any are named);
+    return the report (metadata, per-variant summary and records)."""
     questions_path = Path(questions_path)
     questions = load_questions(questions_path)[:limit] if limit else load_questions(questions_path)
     _seed(SEED)
@@ -236,13 +270,18 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
             "questions_sha256": hashlib.sha256(questions_path.read_bytes()).hexdigest(),
             "questions": len(questions), "limit": limit, "retrieval_only": retrieval_only, "top_k": TOP_K,
             "seed": SEED, "judge": getattr(judge, "model", None), "packages": _versions(),
+            "claim_judge": _described(claim_judge or LexicalSupportJudge()), "adversaries": adversaries or [],
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         },
         "variants": {},
     }
     gold = GoldChunks()
-    for target in pipelines or shipped_variants():
-        variant = load_variant(target, retrieval_only)
+    runs = [(target, adversary) for target in pipelines or shipped_variants()
+            for adversary in (adversaries or [None])]
+    for target, adversary in runs:
+        variant = load_variant(target, retrieval_only, adversary)
+        if adversary and variant.pipeline is not None and not variant.answers:
+            continue  # a retrieval pipeline has no generator to attack
         entry: dict[str, Any] = {"path": _shown(variant.path), "yaml_sha256": variant.yaml_sha256,
                                  "models": variant.models}
         if variant.error:
@@ -251,7 +290,8 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
         else:
             entry["kind"] = "answer" if variant.answers else "retrieval"
             for question in tqdm(questions, desc=f"{variant.name:<24}", unit="q", disable=not progress):
-                variant.records.append(evaluate_question(variant, question, gold, retrieval_only, judge))
+                variant.records.append(evaluate_question(variant, question, gold, retrieval_only, judge,
+                                                         claim_judge))
             entry["summary"] = summarise(variant.records)
             entry["records"] = variant.records
         report["variants"][variant.name] = entry

@@ -93,6 +93,13 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--retrieval-only", action="store_true", help="skip generation (answer pipelines rank only)")
     evaluate.add_argument("--judge-model", default=None, metavar="OLLAMA_MODEL",
                           help="score faithfulness with this Ollama model as judge (off by default; slow)")
+    evaluate.add_argument("--adversary", nargs="+", default=None, metavar="KIND",
+                          help="answer with adversarial generators instead of the model, to show what the checks let "
+                               "through: misattribute, negate, numbers, direction, fabricate, hidden_refs, or all")
+    evaluate.add_argument("--claim-judge", default="lexical", metavar="JUDGE",
+                          help="what decides whether a citation supports a statement (citation recall/precision): "
+                               "lexical (default, offline), nli:MODEL (a cross-encoder NLI model, local path or "
+                               "Hugging Face name), ollama:MODEL (e.g. ollama:bespoke-minicheck)")
     evaluate.add_argument("--out", default=None, metavar="DIR",
                           help="where results.json, chart.png and table.md go (default: .pmc-rag/eval/<time>/)")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -264,8 +271,19 @@ def _eval(args: argparse.Namespace) -> int:
         from pmc_rag.evaluation.judge import FaithfulnessJudge
 
         judge = FaithfulnessJudge(args.judge_model)
+    adversaries = args.adversary
+    if adversaries:
+        from pmc_rag.evaluation.adversaries import ATTACKS
+
+        adversaries = list(ATTACKS) if "all" in adversaries else adversaries
+        unknown = sorted(set(adversaries) - set(ATTACKS))
+        if unknown:
+            raise ValueError(f"--adversary {', '.join(unknown)}: unknown; choose from {', '.join(ATTACKS)} or all")
+    from pmc_rag.evaluation.citation_quality import claim_judge
+
     report = run_evaluation(args.pipelines, args.questions or DEV_QUESTIONS, limit=args.limit,
-                            retrieval_only=args.retrieval_only, judge=judge, progress=not args.no_progress)
+                            retrieval_only=args.retrieval_only, judge=judge, progress=not args.no_progress,
+                            adversaries=adversaries, claim_judge=claim_judge(args.claim_judge))
     out = Path(args.out) if args.out else home() / "eval" / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     table = markdown(report)

@@ -3,7 +3,8 @@
 It speaks just enough of Ollama's HTTP API (`GET /api/tags`, `POST /api/chat`, streamed as NDJSON or not)
 for the real `ollama` client inside `OllamaChatGenerator` to talk to it over real HTTP. It does not generate:
 it answers with the first sentence of the first excerpt in the prompt, cited with that excerpt's label, so
-a test can tell its answers from the embedded model's; in JSON mode (an LLM judge) it answers `json_reply`.
+a test can tell its answers from the embedded model's; in JSON mode (an LLM judge) it answers `json_reply`; to
+a MiniCheck prompt ("Document: ...\nClaim: ...") it answers Yes when every word of the claim is in the document.
 Every request body is kept in `requests`, so tests can check what the pipeline sent (model, options such as
 `num_ctx`).
 
@@ -34,6 +35,15 @@ def fake_reply(prompt: str) -> str:
         return "The excerpts do not answer the question."
     first_sentence = re.split(r"(?<=[.!?])\s+", match["text"].strip())[0].rstrip(".!?")
     return f"{first_sentence} [{match['label']}]."
+
+
+def fake_minicheck(prompt: str) -> str | None:
+    """Yes/No for a MiniCheck-style prompt (no model: every claim word must appear in the document); else None."""
+    match = re.match(r"Document: (?P<document>.*)\nClaim: (?P<claim>.*)$", prompt, re.DOTALL)
+    if not match:
+        return None
+    words = lambda text: set(re.findall(r"[a-z0-9]+", text.lower()))  # noqa: E731
+    return "Yes" if words(match["claim"]) <= words(match["document"]) else "No"
 
 
 class FakeOllama(FakeHTTPServer):
@@ -78,7 +88,8 @@ class FakeOllama(FakeHTTPServer):
                     time.sleep(fake.hang_s)
                     return
                 prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
-                reply = fake_reply(prompt) if request.get("format") != "json" else fake.json_reply
+                reply = fake.json_reply if request.get("format") == "json" else \
+                    fake_minicheck(prompt) or fake_reply(prompt)
                 final = {"model": fake.model, "created_at": "2026-01-01T00:00:00Z", "done": True,
                          "done_reason": "stop", "prompt_eval_count": len(prompt.split()),
                          "eval_count": len(reply.split())}

@@ -140,7 +140,8 @@ def test_references_carry_what_is_needed_to_check_them():
     }
     assert answer["flags"] == {"invalid_citations_removed": False, "weak_support": False,
                                "extractive_fallback": False, "context_truncated": False,
-                               "citations_attached": False, "fallback_generator": False}
+                               "citations_attached": False, "citations_corrected": False,
+                               "claims_removed": False, "fallback_generator": False}
 
 
 def test_support_matches_word_forms_and_hyphenation_but_not_yes_or_no():

@@ -236,7 +236,9 @@ def chat_text(answer: Answer, streamed: str) -> str:
     elif replaced:
         parts.append("The answer above could not be checked against the sources; what the sources say:\n\n"
                      + answer.answer)
-    elif set(re.findall(r"\[\d+\]", answer.answer)) != set(re.findall(r"\[\d+\]", streamed)):
+    elif (answer.flags.get("claims_removed") or answer.flags.get("citations_corrected")
+          or set(re.findall(r"\[\d+\]", answer.answer)) != set(re.findall(r"\[\d+\]", streamed))):
+        # The streamed text still holds what the checks took out or re-cited: the checked answer follows it.
         parts.append("With its citations checked:\n\n" + answer.answer)
     parts.extend(f"_{note}_" for note in answer.notes)
     references = answer.reference_lines()

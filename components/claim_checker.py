@@ -1,0 +1,147 @@
+"""Checks each claim against what its cited excerpt says, and repairs or removes the ones that fail."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.core.serialization import component_to_dict
+from haystack.utils import deserialize_component_inplace
+
+from pmc_rag.components.citations import canonical_id, shown_text
+from pmc_rag.components.claim_signals import CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE
+from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
+
+# When one paper's excerpts disagree on a claim, a contradiction stands for the paper: an excerpt that says the
+# opposite outweighs another that merely shares words with the claim.
+_PREFERENCE = {CONTRADICTED: 3, SUPPORTED: 2, UNVERIFIABLE: 1, UNSUPPORTED: 0}
+
+
+@component
+class ClaimChecker:
+    """
+    Keeps a claim only with a citation whose excerpt supports it, as judged by a pluggable support judge.
+
+    Takes the claims of `CitationVerifier` (every citation already names an excerpt the model was shown) and asks
+    the judge about each claim against every shown excerpt. Then, per claim:
+    * a cited excerpt **supports** it: kept, citing only the excerpts that support it (others are dropped and
+      listed in the claim's `dropped`);
+    * none of its cited excerpts does, **another shown excerpt does** and none contradicts it: **re-cited** to
+      the best of those (`recited_from` names what the model cited);
+    * no cited excerpt supports it and a shown one **contradicts** it (negation, a changed number, a reversed direction;
+      or the judge's own verdict): **removed** from the answer and reported in `removed_claims`;
+    * no excerpt supports or contradicts it: kept and marked `unsupported` (the answer is flagged weak), or
+      removed too when `remove_unsupported` is set: a lexical judge cannot tell a paraphrase from an invention,
+      an entailment model can.
+    Claims without a citation, or too short to judge ("Yes."), pass as they are.
+
+    Usage:
+    ```python
+    from haystack import Document
+    from pmc_rag.components.claim_checker import ClaimChecker
+    from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
+
+    checker = ClaimChecker(judge=LexicalSupportJudge(min_support=0.35))
+    excerpts = [Document(content="Metformin lowered HbA1c by 1.1%.", meta={"source_id": "PMC1"})]
+    claims = [{"text": "Metformin did not lower HbA1c.", "cited": ["PMC1"], "attached": [], "support": 1.0}]
+    checker.run(claims=claims, documents=excerpts)["removed_claims"][0]["reason"]  # "negation: ..."
+    ```
+    """
+
+    def __init__(self, *, judge: Any = None, remove_unsupported: bool = False, source_id_field: str = "source_id"):
+        """
+        :param judge: A support judge component (`run(claims, evidence) -> {"judgements": [...]}`); by default
+            `LexicalSupportJudge()`. In YAML: `{type: ..., init_parameters: {...}}`.
+        :param remove_unsupported: Remove claims no shown excerpt supports, not only contradicted ones.
+        :param source_id_field: The metadata field holding a document's citation id.
+        """
+        self.judge = judge if judge is not None else LexicalSupportJudge()
+        self.remove_unsupported = remove_unsupported
+        self.source_id_field = source_id_field
+
+    def warm_up(self) -> None:
+        if hasattr(self.judge, "warm_up"):
+            self.judge.warm_up()
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, judge=component_to_dict(obj=self.judge, name="judge"),
+                               remove_unsupported=self.remove_unsupported, source_id_field=self.source_id_field)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClaimChecker:
+        data = copy.deepcopy(data)  # the judge is deserialised in place; the caller's dict stays as it was
+        parameters = data.get("init_parameters", {})
+        if isinstance(parameters.get("judge"), dict):
+            deserialize_component_inplace(parameters, key="judge")
+        return default_from_dict(cls, data)
+
+    @component.output_types(claims=list[dict[str, Any]], removed_claims=list[dict[str, Any]])
+    def run(self, claims: list[dict[str, Any]], documents: list[Document]) -> dict[str, list[dict[str, Any]]]:
+        """
+        :param claims: From `CitationVerifier`: `{"text", "cited", "attached", "support", ...}` per sentence.
+        :param documents: The excerpts the model was shown.
+        :returns: `claims`: the claims kept, each with `judgement` (supported, unsupported, unverifiable or
+            unchecked), `support` (the judge's score for its citation), `reason`, `recited_from` and `dropped`;
+            `removed_claims`: `{"text", "cited", "source_id", "reason", "evidence"}` per claim removed.
+        """
+        by_id: dict[str, list[Document]] = {}
+        for document in documents:
+            by_id.setdefault(canonical_id(str(document.meta.get(self.source_id_field, ""))), []).append(document)
+        to_judge = [claim for claim in claims if claim.get("cited")]
+        pairs = [(claim["text"], source_id, shown_text(document))
+                 for claim in to_judge for source_id, chunks in by_id.items() for document in chunks]
+        judged = self.judge.run(claims=[p[0] for p in pairs], evidence=[p[2] for p in pairs])["judgements"] \
+            if pairs else []
+        per_claim: dict[str, dict[str, dict[str, Any]]] = {}
+        for (text, source_id, _), judgement in zip(pairs, judged):
+            best = per_claim.setdefault(text, {}).get(source_id)
+            if best is None or _rank(judgement) > _rank(best):
+                per_claim[text][source_id] = judgement
+
+        kept, removed = [], []
+        for claim in claims:
+            if not claim.get("cited"):
+                kept.append({**claim, "judgement": "unchecked"})
+                continue
+            outcome = self._decide(claim, per_claim.get(claim["text"], {}))
+            (removed if "removed" in outcome else kept).append(outcome.pop("removed", None) or outcome)
+        return {"claims": kept, "removed_claims": removed}
+
+    def _decide(self, claim: dict[str, Any], by_source: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        cited = [source_id for source_id in claim["cited"] if source_id in by_source]
+        if by_source and all(j["label"] == UNVERIFIABLE for j in by_source.values()):
+            return {**claim, "judgement": UNVERIFIABLE, "reason": "too short to check"}
+        supporting = [s for s in cited if by_source[s]["label"] == SUPPORTED]
+        if supporting:
+            return self._kept(claim, supporting, by_source, recited_from=[])
+        against = [s for s in cited if by_source[s]["label"] == CONTRADICTED] or \
+                  [s for s, j in by_source.items() if j["label"] == CONTRADICTED]
+        elsewhere = sorted((s for s, j in by_source.items() if j["label"] == SUPPORTED and s not in cited),
+                           key=lambda s: -(by_source[s]["score"] or 0))
+        if elsewhere and not against:  # a claim some excerpt contradicts is not re-cited to one sharing its words
+            return self._kept(claim, elsewhere[:1], by_source, recited_from=claim["cited"])
+        if against or self.remove_unsupported:
+            source_id = (against or cited or list(by_source))[0]
+            judgement = by_source.get(source_id, {})
+            return {"removed": {"text": claim["text"], "cited": claim["cited"], "source_id": source_id,
+                                "judgement": CONTRADICTED if against else UNSUPPORTED,
+                                "reason": judgement.get("reason") or "no excerpt supports it",
+                                "evidence": judgement.get("sentence") or ""}}
+        best = max(cited, key=lambda s: by_source[s]["score"] or 0) if cited else None
+        return {**claim, "judgement": UNSUPPORTED, "support": by_source[best]["score"] if best else None,
+                "reason": by_source[best]["reason"] if best else "", "recited_from": [], "dropped": []}
+
+    @staticmethod
+    def _kept(claim: dict[str, Any], cited: list[str], by_source: dict[str, dict[str, Any]],
+              recited_from: list[str]) -> dict[str, Any]:
+        return {**claim, "cited": cited, "judgement": SUPPORTED,
+                "attached": [s for s in claim.get("attached", []) if s in cited],
+                "support": max(by_source[s]["score"] or 0 for s in cited), "reason": "",
+                "recited_from": recited_from,
+                "dropped": [s for s in claim["cited"] if s not in cited] if not recited_from else []}
+
+
+def _rank(judgement: dict[str, Any]) -> tuple[int, float]:
+    return _PREFERENCE.get(judgement["label"], 1), judgement.get("score") or 0.0
+

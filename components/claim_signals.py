@@ -1,0 +1,186 @@
+"""What a claim asserts beyond its words: negation, numbers with their units, and direction of change.
+
+A claim can share every content word with its source and still say the opposite: "X was not associated with Y",
+"mortality fell by 45%" against a source reporting 54%, "higher" against "lower". Lexical support cannot see
+these; the functions here find them, so `LexicalSupportJudge` can call such a claim contradicted. The same
+tables let the evaluation's adversarial generators make such claims (`negate`, `change_numbers`,
+`reverse_direction`), so what the checker catches and what the adversaries produce cannot drift apart.
+
+Usage:
+```python
+from pmc_rag.components.claim_signals import conflicts
+
+conflicts("Erlotinib was not associated with longer survival.",
+          "Erlotinib was associated with longer survival.")   # ["negation: ..."]
+```
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+# The labels every support judge gives (ClaimChecker reads them).
+SUPPORTED, CONTRADICTED, UNSUPPORTED, UNVERIFIABLE = "supported", "contradicted", "unsupported", "unverifiable"
+
+# Words and phrases that negate what a sentence says about its subject.
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|neither|nor|without|cannot|none|nothing|unable to|fail(?:ed|s)? to|lack(?:ed|s)? of"
+    r"|absence of|non-?significant(?:ly)?|insignificant(?:ly)?)\b|n't\b",
+    re.IGNORECASE,
+)
+# "Yes, ...", "No. ...": the answer's verdict is not part of the claim about the source.
+# (Punctuation required: "No change occurred ..." is a claim.)
+_VERDICT_PREFIX = re.compile(r"^\s*(?:yes|no|maybe)\s*[,.:;!\u2013\u2014-]+\s*", re.IGNORECASE)
+
+# Direction of change, as pairs of opposites; a word and its partner are swapped to reverse a claim.
+DIRECTION_PAIRS = [
+    ("increased", "decreased"), ("increase", "decrease"), ("increases", "decreases"), ("increasing", "decreasing"),
+    ("higher", "lower"), ("greater", "smaller"), ("larger", "smaller"), ("more", "less"), ("longer", "shorter"),
+    ("rose", "fell"), ("raised", "lowered"), ("prolonged", "shortened"), ("extended", "shortened"), ("raised", "reduced"), ("elevated", "reduced"), ("improved", "worsened"),
+    ("improves", "worsens"), ("improvement", "deterioration"), ("gain", "loss"), ("above", "below"),
+]
+_UP = {up for up, _ in DIRECTION_PAIRS} | {"rise", "rises", "risen", "elevation", "enhanced", "boosted", "prolong", "prolongs"}
+_DOWN = {down for _, down in DIRECTION_PAIRS} | {
+    "fewer", "reduce", "reduces", "reduction", "reductions", "decline", "declined", "declines", "drop", "dropped",
+    "fall", "falls", "diminished", "attenuated", "lowered", "lowers", "worse", "shortened"}
+_WORD = re.compile(r"[A-Za-z]+(?:'t)?")
+
+_UNITS = (r"%|percent|per cent|mg/kg|mg/dl|mmol/l|mmhg|mg|µg|ug|mcg|g|kg|ml|l|mmol|iu|units?|years?|months?"
+          r"|weeks?|days?|hours?|h|min|minutes?|fold|times|cm|mm|m")
+_NUMBER = re.compile(rf"(?<![\w.\-/])(\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?|\.\d+)\s*({_UNITS})?(?![\w])",
+                     re.IGNORECASE)
+_NUMBER_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+                 "nine": "9", "ten": "10", "twice": "2", "half": "0.5"}
+_NUMBER_WORD = re.compile(rf"\b({'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
+
+
+def without_verdict(claim: str) -> str:
+    """The claim without a leading "Yes," / "No." / "Maybe:" (the answer's verdict on the question)."""
+    return _VERDICT_PREFIX.sub("", claim, count=1)
+
+
+def is_negated(text: str) -> bool:
+    return bool(_NEGATION.search(text))
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: str       # normalised: "1000", "0.5", "45"
+    unit: str | None  # lower case, "%" for percent
+
+
+def _normalise_value(raw: str) -> str:
+    value = raw.replace(",", "")
+    if value.startswith("."):
+        value = "0" + value
+    if "." in value:
+        value = value.rstrip("0").rstrip(".")
+    return value
+
+
+def _normalise_unit(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    unit = raw.lower().replace("per cent", "%").replace("percent", "%")
+    return unit.rstrip("s") if unit not in {"%", "mmhg", "ms"} and len(unit) > 2 else unit
+
+
+def quantities(text: str) -> list[Quantity]:
+    """The numbers a text states, with the unit written after each ("45%", "2.5 mg", "twelve" is not counted)."""
+    text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).lower()], text)
+    return [Quantity(_normalise_value(m.group(1)), _normalise_unit(m.group(2))) for m in _NUMBER.finditer(text)]
+
+
+def directions(text: str) -> set[str]:
+    """"up" and/or "down": the directions of change a text's words state."""
+    return _directions(Counter(word.lower() for word in _WORD.findall(text)))
+
+
+def _directions(words: Counter) -> set[str]:
+    return ({"up"} if set(words) & _UP else set()) | ({"down"} if set(words) & _DOWN else set())
+
+
+def reversed_direction(claim: str, evidence_sentence: str) -> tuple[set[str], set[str]] | None:
+    """The directions stated only by the claim and only by the sentence, when they are opposite: the words the
+    two do not share are compared, so a sentence saying "reduced X and improved Y" is not taken to agree with a
+    claim saying "elevated X and improved Y"."""
+    claim_words = Counter(word.lower() for word in _WORD.findall(claim))
+    sentence_words = Counter(word.lower() for word in _WORD.findall(evidence_sentence))
+    claimed, stated = _directions(claim_words - sentence_words), _directions(sentence_words - claim_words)
+    return (claimed, stated) if claimed and stated and not claimed & stated else None
+
+
+def unmatched_quantities(claim: str, evidence: str) -> list[Quantity]:
+    """The claim's quantities that the evidence does not state: the value, with the same unit when both give one."""
+    stated = quantities(evidence)
+    missing = []
+    for quantity in quantities(claim):
+        same_value = [q for q in stated if q.value == quantity.value]
+        if not same_value or (quantity.unit and all(q.unit and q.unit != quantity.unit for q in same_value)):
+            missing.append(quantity)
+    return missing
+
+
+def conflicts(claim: str, evidence_sentence: str, evidence: str | None = None) -> list[str]:
+    """
+    Ways in which the claim says something other than the evidence sentence it is closest to: a negation one has
+    and the other lacks, a number (or unit) the evidence does not state, an opposite direction of change.
+    `evidence` is the whole excerpt: a number stated anywhere in it counts as stated.
+    """
+    claim = without_verdict(claim)
+    found = []
+    if is_negated(claim) != is_negated(evidence_sentence):
+        found.append("negation: the claim is negated, the source is not" if is_negated(claim) else
+                     "negation: the source is negated, the claim is not")
+    missing = unmatched_quantities(claim, evidence if evidence is not None else evidence_sentence)
+    if missing:
+        shown = ", ".join(f"{q.value}{' ' + q.unit if q.unit and q.unit != '%' else q.unit or ''}" for q in missing)
+        found.append(f"numbers: the source does not state {shown}")
+    reversal = reversed_direction(claim, evidence_sentence)
+    if reversal:
+        claimed, stated = reversal
+        found.append(f"direction: the claim says {'/'.join(sorted(claimed))}, the source says "
+                     f"{'/'.join(sorted(stated))}")
+    return found
+
+
+# --- making such claims (the evaluation's adversarial generators use these) ---------------------------------
+
+_SWAP = {**{a: b for a, b in DIRECTION_PAIRS}, **{b: a for a, b in DIRECTION_PAIRS}}
+_AUXILIARY = re.compile(r"\b(was|were|is|are|did|does|do|has|have|had|can|could|will|would|may|might)\b(?! not)",
+                        re.IGNORECASE)
+
+
+def negate(sentence: str) -> str | None:
+    """The sentence with its negation removed, or "not" added after its first auxiliary verb; None if neither."""
+    if is_negated(sentence):
+        flipped = re.sub(r"\s*\bnot\b", "", sentence, count=1, flags=re.IGNORECASE)
+        flipped = re.sub(r"\bno\b\s*", "", flipped, count=1, flags=re.IGNORECASE) if flipped == sentence else flipped
+        return flipped if not is_negated(flipped) else None
+    match = _AUXILIARY.search(sentence)
+    return f"{sentence[:match.end()]} not{sentence[match.end():]}" if match else None
+
+
+def change_numbers(sentence: str) -> str | None:
+    """The sentence with its first number changed (doubled plus one, keeping its form); None without a number."""
+    match = _NUMBER.search(sentence)
+    if not match:
+        return None
+    raw = match.group(1).replace(",", "")
+    value = float("0" + raw if raw.startswith(".") else raw)
+    decimals = len(raw.split(".")[1]) if "." in raw else 0
+    changed = f"{value * 2 + 1:.{decimals}f}"
+    return sentence[:match.start(1)] + changed + sentence[match.end(1):]
+
+
+def reverse_direction(sentence: str) -> str | None:
+    """The sentence with its first direction word replaced by its opposite; None without one."""
+    for match in _WORD.finditer(sentence):
+        opposite = _SWAP.get(match.group(0).lower())
+        if opposite:
+            if match.group(0)[0].isupper():
+                opposite = opposite.capitalize()
+            return sentence[:match.start()] + opposite + sentence[match.end():]
+    return None

@@ -1,0 +1,85 @@
+"""The offline claim judge: word overlap for support, plus negation, numbers and direction for contradiction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+
+from pmc_rag.components.citations import best_sentence, support
+from pmc_rag.components.claim_signals import (CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, conflicts,
+                                              without_verdict)
+
+
+@component
+class LexicalSupportJudge:
+    """
+    Judges whether an excerpt supports a claim, with no model: fast, deterministic, and blind to paraphrase.
+
+    For each (claim, evidence) pair:
+    * **contradicted** if the evidence sentence closest to the claim shares at least `conflict_overlap` of the
+      claim's content words and the two differ in negation, in a number or unit, or in direction of change
+      (`claim_signals.conflicts`): "X was not associated with Y" against "X was associated with Y";
+    * else **supported** if at least `min_support` of the claim's content words are in the evidence;
+    * else **unsupported**; **unverifiable** for a claim of under three content words ("Yes.").
+
+    Every judge (this one, `CrossEncoderNLIJudge`, `OllamaSupportJudge`) has this `run()`, so `ClaimChecker`
+    takes any of them from YAML.
+
+    Usage:
+    ```python
+    from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
+
+    judge = LexicalSupportJudge(min_support=0.35)
+    judge.run(claims=["Metformin did not lower HbA1c."], evidence=["Metformin lowered HbA1c by 1.1%."])
+    # {"judgements": [{"label": "contradicted", "score": 1.0, "reason": "negation: ...", "sentence": "..."}]}
+    ```
+    """
+
+    def __init__(self, *, min_support: float = 0.35, conflict_overlap: float = 0.5):
+        """
+        :param min_support: Least share of the claim's content words found in the evidence for "supported".
+        :param conflict_overlap: Least share of the claim's content words in the evidence's closest sentence for
+            a difference in negation, numbers or direction to count as a contradiction (below it, the sentence is
+            about something else).
+        """
+        for name, value in (("min_support", min_support), ("conflict_overlap", conflict_overlap)):
+            if not 0 <= value <= 1:
+                raise ValueError(f"{name} must be between 0 and 1, got {value}")
+        self.min_support = min_support
+        self.conflict_overlap = conflict_overlap
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, min_support=self.min_support, conflict_overlap=self.conflict_overlap)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LexicalSupportJudge:
+        return default_from_dict(cls, data)
+
+    @component.output_types(judgements=list[dict[str, Any]])
+    def run(self, claims: list[str], evidence: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """
+        :param claims: Claims, one per pair.
+        :param evidence: The evidence text for each claim (same length).
+        :returns: `judgements`: per pair, `{"label", "score" (0-1 or None), "reason", "sentence"}`; `sentence` is
+            the evidence sentence closest to the claim.
+        """
+        if len(claims) != len(evidence):
+            raise ValueError(f"claims and evidence must pair up: {len(claims)} claims, {len(evidence)} evidence")
+        return {"judgements": [self._judge(claim, text) for claim, text in zip(claims, evidence)]}
+
+    def _judge(self, claim: str, evidence: str) -> dict[str, Any]:
+        claim = without_verdict(claim)
+        score = support(claim, evidence)
+        sentence, overlap = best_sentence(claim, evidence)
+        if score is None:
+            return {"label": UNVERIFIABLE, "score": None, "reason": "too short to check", "sentence": sentence}
+        if overlap >= self.conflict_overlap:
+            found = conflicts(claim, sentence, evidence)
+            if found:
+                return {"label": CONTRADICTED, "score": score, "reason": "; ".join(found), "sentence": sentence}
+        if score >= self.min_support:
+            return {"label": SUPPORTED, "score": score, "reason": "", "sentence": sentence}
+        return {"label": UNSUPPORTED, "score": score,
+                "reason": f"{score:.0%} of its words are in the source (needs {self.min_support:.0%})",
+                "sentence": sentence}
