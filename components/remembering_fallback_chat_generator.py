@@ -96,7 +96,8 @@ class RememberingFallbackChatGenerator(FallbackChatGenerator):
                 failed.append(name)
                 continue
             try:
-                result = self._run_single_sync(generator, messages, generation_kwargs, tools, streaming_callback)
+                target, kwargs = for_generator(generator, generation_kwargs)
+                result = self._run_single_sync(target, messages, kwargs, tools, streaming_callback)
             except GenerationStopped as stop:
                 _close_abandoned_stream(stop)
                 raise
@@ -127,6 +128,24 @@ class RememberingFallbackChatGenerator(FallbackChatGenerator):
         with self._lock:
             at = self._timed_out_at.get(index)
         return at is not None and time.monotonic() - at < self.skip_after_timeout_s
+
+
+def for_generator(generator: Any, generation_kwargs: dict[str, Any] | None) -> tuple[Any, dict[str, Any] | None]:
+    """
+    The generator and kwargs to run with. A `response_format` (OpenAI's structured-output form, which
+    `StructuredAnswerSchema` writes) suits OpenAI-compatible generators as it is; Ollama takes the schema as its
+    `format`, which `OllamaChatGenerator` sets at construction only, so a copy of it with that format runs this call
+    (the shared instance is left as it is for concurrent questions).
+    """
+    if not generation_kwargs or "response_format" not in generation_kwargs \
+            or type(generator).__name__ != "OllamaChatGenerator":
+        return generator, generation_kwargs
+    kwargs = dict(generation_kwargs)
+    response_format = kwargs.pop("response_format") or {}
+    schema = (response_format.get("json_schema") or {}).get("schema") if isinstance(response_format, dict) else None
+    call = copy.copy(generator)
+    call.response_format = schema or ("json" if response_format else None)
+    return call, kwargs
 
 
 def _close_abandoned_stream(stop: GenerationStopped) -> None:

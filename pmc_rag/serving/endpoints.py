@@ -35,7 +35,7 @@ from pmc_rag.serving.config import ServeConfig
 from pmc_rag.serving.conversation import numbers_from_history, standalone_query
 from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
 from pmc_rag.serving.history import ConversationStore
-from pmc_rag.serving.streaming import CitationStream
+from pmc_rag.serving.streaming import CitationStream, StructuredTokens
 
 log = logging.getLogger("pmc_rag.serve")
 
@@ -174,9 +174,10 @@ class AnswerEndpoint(_Endpoint):
         self.service.slots.refuse_when_full()  # said now, as a 503, while the response has not started yet
         pieces: queue.Queue = queue.Queue()
         stream = CitationStream({})
+        structured = StructuredTokens()  # a structured (JSON) answer streams as the text it stands for
 
         def on_token(chunk: Any) -> None:
-            shown = stream.feed(chunk.content or "")
+            shown = stream.feed(structured.feed(chunk.content or ""))
             if shown:
                 pieces.put(shown)
 

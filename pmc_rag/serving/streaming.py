@@ -6,6 +6,7 @@ import re
 
 from haystack import Document
 
+from pmc_rag.components.structured_answer_reader import structured_text
 from pmc_rag.components.citations import BARE_NUMBERS, ID_PATTERN, REFERENCE_HEADING, canonical_id
 from pmc_rag.serving.conversation import number_for
 
@@ -91,3 +92,39 @@ class CitationStream:
         if source_id not in self.allowed:
             return ""
         return f"[{number_for(self.numbers, source_id)}]"
+
+
+class StructuredTokens:
+    """
+    Turns the streamed tokens of a structured (JSON) answer into the cited text it stands for, a sentence at a
+    time, so a chat client never sees JSON; the tokens of a free-text answer pass through unchanged. Which one a
+    reply is shows in its first character.
+
+    Usage:
+    ```python
+    tokens = StructuredTokens()
+    shown = "".join(tokens.feed(t) for t in ['{"verdict": "yes", "sentences": [{"text": "It', ' works.", ',
+                                            '"cite": "PMC1"}', ']}'])   # "Yes. It works [PMC1]."
+    ```
+    """
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._emitted = ""
+        self._structured: bool | None = None
+
+    def feed(self, token: str) -> str:
+        if self._structured is False:
+            return token
+        self._buffer += token
+        if self._structured is None:
+            if not self._buffer.strip():
+                return ""
+            self._structured = self._buffer.lstrip().startswith("{")
+            if not self._structured:
+                return self._buffer
+        text = structured_text(self._buffer)
+        if not text or not text.startswith(self._emitted):
+            return ""
+        new, self._emitted = text[len(self._emitted):], text
+        return new
