@@ -569,3 +569,17 @@ def test_pmc_rag_ask_and_the_server_give_the_same_answers_and_refusals(client, s
         refused = client.post("/rag/run", json={"question": bad})
         assert status == 1 and refused.status_code == 422
         assert printed.strip() == f"pmc-rag: error: {refused.json()['detail']}"
+
+
+def test_a_follow_up_to_a_follow_up_keeps_the_conversation_s_topic():
+    from pmc_rag.serving.conversation import standalone_query
+
+    topic = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
+    queries = [topic]
+    for question in ("What about its side effects?", "Does it prolong overall survival?",
+                     "How does it compare with gefitinib?"):
+        queries.append(standalone_query(question, queries))
+        assert queries[-1] == f"{question} (follow-up to: {topic})"
+    new_topic = "Does metformin reduce cardiovascular events in type 2 diabetes?"
+    queries.append(standalone_query(new_topic, queries))
+    assert standalone_query("What doses did they use?", queries) == f"What doses did they use? (follow-up to: {new_topic})"

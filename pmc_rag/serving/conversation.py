@@ -1,9 +1,11 @@
 """Turning a conversation into what one pipeline run needs, and its answers back into the conversation's terms.
 
-Follow-up questions ("what about its side effects?") are made standalone by *carrying the previous question
+Follow-up questions ("what about its side effects?") are made standalone by *carrying the conversation's topic
 along*: a question that refers back (a pronoun such as "it" or "they", "what about", "the drug", or fewer than
-three content words) is sent to retrieval and to the model as
-`"<question> (follow-up to: <previous standalone question>)"`. This is deterministic and costs nothing, unlike
+three content words) is sent to retrieval and to the model as `"<question> (follow-up to: <topic>)"`, where the
+topic is the last question that did not refer back, the one that says what "it" is. A follow-up to a follow-up
+keeps that topic: after "Is erlotinib effective?" and "What about its side effects?", "Does it prolong
+survival?" is about erlotinib, not about "its side effects". This is deterministic and costs nothing, unlike
 asking the model to rewrite the question (a 0.5B model rewrites unreliably and adds seconds); the chunks cited
 earlier in the conversation are offered to retrieval as well, so the papers under discussion stay in reach.
 
@@ -31,8 +33,16 @@ def standalone_query(question: str, previous_queries: list[str]) -> str:
         return question
     if not _REFERS_BACK.search(question) and len(content_words(question)) >= 3:
         return question
-    previous = previous_queries[-1].split(_FOLLOW_UP_LABEL)[0]  # the topic, not a chain of follow-ups
-    return f"{question}{_FOLLOW_UP_LABEL}{previous})"
+    return f"{question}{_FOLLOW_UP_LABEL}{conversation_topic(previous_queries)})"
+
+
+def conversation_topic(previous_queries: list[str]) -> str:
+    """The question a follow-up refers back to: the latest standalone query that was not itself a follow-up (for
+    one that was, the topic it carried)."""
+    latest = previous_queries[-1]
+    if _FOLLOW_UP_LABEL in latest and latest.endswith(")"):
+        return latest.split(_FOLLOW_UP_LABEL, 1)[1][:-1]
+    return latest
 
 
 def number_for(numbers: dict[str, int], source_id: str) -> int:
