@@ -64,6 +64,14 @@ class Reference(BaseModel):
         return " · ".join(part for part in (f"[{self.number}] {self.source_id}", details, self.url) if part)
 
 
+class ClosestPaper(BaseModel):
+    source_id: str
+    title: str | None = None
+    year: int | str | None = None
+    url: str | None = None
+    relevance: float | None = Field(None, description="cosine similarity of the question and its best chunk")
+
+
 class Found(BaseModel):
     rank: int
     score: float | None = None
@@ -100,13 +108,17 @@ class Answer(BaseModel):
         "neighbours added by context expansion), `in_prompt`"))
     invalid_citations: list[str] = Field(default_factory=list, description="ids the model cited that it was not "
                                                                            "shown (removed)")
+    not_answering: list[ClosestPaper] = Field(default_factory=list, description=(
+        "when the indexed papers do not answer the question (flag `not_answered`): the closest papers found, "
+        "which do not answer it; nothing is cited"))
     removed_claims: list[RemovedClaim] = Field(default_factory=list, description=(
         "sentences of the model's reply removed because a shown excerpt contradicts them: text, cited papers, "
         "`reason`, the contradicting `evidence`"))
     flags: dict[str, bool] = Field(default_factory=dict, description=(
         "`invalid_citations_removed`, `weak_support`, `extractive_fallback`, `context_truncated`, "
         "`citations_attached`, `citations_corrected` (a claim re-cited to the excerpt that supports it), "
-        "`claims_removed` (a claim its source contradicts was taken out), `fallback_generator` (a later generator answered because an earlier one, e.g. "
+        "`claims_removed` (a claim its source contradicts was taken out), `not_answered` (no excerpt was "
+        "relevant enough: the model was not asked), `fallback_generator` (a later generator answered because an earlier one, e.g. "
         "Ollama, did not), `local_model_failed` (the local model server crashed, hung or could not start; a note "
         "says why and what to do)"))
     notes: list[str] = Field(default_factory=list, description="the flags in words, for display")
@@ -134,7 +146,8 @@ class Answer(BaseModel):
         lines = [self.answer or "(no answer)", ""]
         if self.notes:
             lines += [f"Note: {note}" for note in self.notes] + [""]
-        lines.append("References")
+        if self.references:
+            lines.append("References")
         for ref in sorted(self.references, key=lambda r: r.number):
             ids = ", ".join(x for x in (ref.pmcid, f"PMID {ref.pmid}" if ref.pmid else None,
                                         f"doi:{ref.doi}" if ref.doi else None) if x)
@@ -144,8 +157,14 @@ class Answer(BaseModel):
                 lines.append(f"    {ref.url}")
             if ref.evidence:
                 lines.append(f'    "{ref.evidence}"')
+        if self.not_answering:
+            lines.append("Closest papers found (they do not answer the question):")
+            lines += [f"- {p.source_id}: {p.title or 'Untitled abstract'}" + (f" {p.url}" if p.url else "")
+                      for p in self.not_answering]
         total = self.timings_ms.get("total", 0) / 1000
-        lines += ["", f"Answered by {self.model or 'no model (passages quoted)'} in {total:.1f} s"]
+        by = self.model or ("no model (none was asked)" if self.flags.get("not_answered") else
+                            "no model (passages quoted)")
+        lines += ["", f"Answered by {by} in {total:.1f} s"]
         return "\n".join(lines)
 
 

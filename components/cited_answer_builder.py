@@ -77,6 +77,7 @@ class CitedAnswerBuilder:
         excerpts_dropped: int = 0,
         generator_meta: dict[str, Any] | None = None,
         replies: list[ChatMessage] | None = None,
+        unanswered: list[Document] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -92,8 +93,12 @@ class CitedAnswerBuilder:
             failed before one answered).
         :param replies: The generator's replies: the first one's `meta` names the model and its token usage
             (every chat generator puts them there; not all of them have a `meta` output).
+        :param unanswered: From `RelevanceGate`: no excerpt was relevant, the model was not asked; these are the
+            closest papers, listed as not answering, and nothing is cited.
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
+        if unanswered is not None:
+            return {"answer": self._not_answered(question, unanswered)}
         claims = claims or []
         by_id: dict[str, list[Document]] = {}
         for document in documents:
@@ -174,6 +179,19 @@ class CitedAnswerBuilder:
             "usage": meta.get("usage") or {},  # a streaming server may send none
         })
         return {"answer": answer.model_dump()}
+
+    @staticmethod
+    def _not_answered(question: str, closest: list[Document]) -> dict[str, Any]:
+        papers = [{"source_id": d.meta.get("source_id") or d.id, "title": d.meta.get("title"),
+                   "year": d.meta.get("year"), "url": source_link(d.meta), "relevance": d.meta.get("relevance")}
+                  for d in closest]
+        return Answer(question=question, answer="The indexed papers do not answer this question.",
+                      not_answering=papers,
+                      flags={"not_answered": True, "extractive_fallback": False, "weak_support": False},
+                      notes=["No indexed passage is close enough to the question to answer it, so no model was "
+                             "asked and nothing is cited." + (" The closest papers, which do not answer it: " +
+                             "; ".join(f"{p['source_id']} ({p['title'] or 'untitled abstract'})" for p in papers) +
+                             "." if papers else "")]).model_dump()
 
     def _supported(self, claim: dict[str, Any]) -> bool:
         if "judgement" in claim:

@@ -226,3 +226,13 @@ def test_the_stage_timer_leaves_a_tracer_someone_set_all_its_spans(tmp_path):
         assert recording.components == ["greeter"]
     finally:
         tracing.tracer.actual_tracer = before
+
+
+def test_a_question_the_papers_cannot_answer_gets_not_answered_without_asking_the_model(rag_files):
+    table, folder = rag_files
+    pipeline = load_declared_pipeline(pipeline_file_for("rag", table, folder))
+    answer = answer_question(pipeline, "How do I reset my router password?")
+    assert answer["answer"] == "The indexed papers do not answer this question."
+    assert answer["flags"]["not_answered"] and answer["not_answering"] and not answer["references"]
+    assert "generator" not in answer["timings_ms"] and answer["model"] is None  # the model was never asked
+    assert not any(s["in_prompt"] for s in answer["sources"])

@@ -1,0 +1,68 @@
+"""Lets excerpts through to the model only when the question is one the indexed papers can answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from pmc_rag.components.citations import canonical_id
+
+
+@component
+class RelevanceGate:
+    """
+    Passes the excerpts on (`documents`) when the best semantic match for the question reaches `min_similarity`;
+    otherwise sends the closest papers to `unanswered` instead and nothing to `documents`, so the prompt is not
+    built, the model is not asked, and the answer says that the indexed papers do not answer the question.
+
+    The score is the semantic retriever's cosine similarity between the question and its best chunk: unlike fused
+    or reranked scores it means the same thing for every question. Where to set the threshold is measured (README,
+    "Questions the papers do not answer"), not guessed.
+
+    Usage:
+    ```python
+    gate = RelevanceGate(min_similarity=0.5)
+    result = gate.run(documents=excerpts, scored=semantic_results)
+    result.get("documents")   # the excerpts, or absent when nothing is relevant
+    result.get("unanswered")  # the closest papers, one chunk each, when nothing is relevant
+    ```
+    """
+
+    def __init__(self, *, min_similarity: float = 0.5, closest_papers: int = 3):
+        """
+        :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
+        :param closest_papers: How many of the closest papers a "not answered" reply lists.
+        """
+        if not -1 <= min_similarity <= 1 or closest_papers < 0:
+            raise ValueError("min_similarity must be between -1 and 1 and closest_papers 0 or more")
+        self.min_similarity = min_similarity
+        self.closest_papers = closest_papers
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, min_similarity=self.min_similarity, closest_papers=self.closest_papers)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document], unanswered=list[Document])
+    def run(self, documents: list[Document], scored: list[Document] | None = None) -> dict[str, list[Document]]:
+        """
+        :param documents: The excerpts chosen for the prompt.
+        :param scored: The semantic retriever's results, with their similarity scores.
+        :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
+            best first, each with its best chunk, the similarity in `meta["relevance"]`.
+        """
+        scored = [d for d in scored or [] if d.score is not None]
+        best = max((d.score for d in scored), default=None)
+        if documents and best is not None and best >= self.min_similarity:
+            return {"documents": documents}
+        closest, seen = [], set()
+        for document in sorted(scored, key=lambda d: -d.score):
+            source_id = canonical_id(str(document.meta.get("source_id", "")))
+            if source_id not in seen and len(closest) < self.closest_papers:
+                seen.add(source_id)
+                closest.append(Document(id=document.id, content=document.content,
+                                        meta={**document.meta, "relevance": round(document.score, 3)}))
+        return {"unanswered": closest}
