@@ -13,8 +13,8 @@ from pmc_rag.components.citations import canonical_id, shown_text
 from pmc_rag.components.claim_signals import CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE
 from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
 
-# When one paper's excerpts disagree on a claim, a contradiction stands for the paper: an excerpt that says the
-# opposite outweighs another that merely shares words with the claim.
+# When one paper's excerpts disagree on a claim, the excerpt the claim is closest to (the highest `alignment`:
+# the one it was taken from) speaks for the paper; between equally close ones a contradiction outweighs support.
 _PREFERENCE = {CONTRADICTED: 3, SUPPORTED: 2, UNVERIFIABLE: 1, UNSUPPORTED: 0}
 
 
@@ -28,7 +28,8 @@ class ClaimChecker:
     * a cited excerpt **supports** it: kept, citing only the excerpts that support it (others are dropped and
       listed in the claim's `dropped`);
     * none of its cited excerpts does, **another shown excerpt does** and none contradicts it: **re-cited** to
-      the best of those (`recited_from` names what the model cited);
+      the best of those (`recited_from` names what the model cited); likewise when another excerpt supports it
+      better than the cited one by `recite_margin`;
     * no cited excerpt supports it and a shown one **contradicts** it (negation, a changed number, a reversed direction;
       or the judge's own verdict): **removed** from the answer and reported in `removed_claims`;
     * no excerpt supports or contradicts it: kept and marked `unsupported` (the answer is flagged weak), or
@@ -49,15 +50,20 @@ class ClaimChecker:
     ```
     """
 
-    def __init__(self, *, judge: Any = None, remove_unsupported: bool = False, source_id_field: str = "source_id"):
+    def __init__(self, *, judge: Any = None, remove_unsupported: bool = False, recite_margin: float | None = 0.3,
+                 source_id_field: str = "source_id"):
         """
         :param judge: A support judge component (`run(claims, evidence) -> {"judgements": [...]}`); by default
             `LexicalSupportJudge()`. In YAML: `{type: ..., init_parameters: {...}}`.
         :param remove_unsupported: Remove claims no shown excerpt supports, not only contradicted ones.
+        :param recite_margin: Re-cite a claim whose cited excerpt supports it when another shown excerpt supports it
+            better by at least this much (judge scores, 0-1): a sentence copied from one paper, cited to another
+            on the same subject, shares many words with both. None: only unsupported claims are re-cited.
         :param source_id_field: The metadata field holding a document's citation id.
         """
         self.judge = judge if judge is not None else LexicalSupportJudge()
         self.remove_unsupported = remove_unsupported
+        self.recite_margin = recite_margin
         self.source_id_field = source_id_field
 
     def warm_up(self) -> None:
@@ -66,7 +72,8 @@ class ClaimChecker:
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, judge=component_to_dict(obj=self.judge, name="judge"),
-                               remove_unsupported=self.remove_unsupported, source_id_field=self.source_id_field)
+                               remove_unsupported=self.remove_unsupported, recite_margin=self.recite_margin,
+                               source_id_field=self.source_id_field)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClaimChecker:
@@ -113,12 +120,16 @@ class ClaimChecker:
         if by_source and all(j["label"] == UNVERIFIABLE for j in by_source.values()):
             return {**claim, "judgement": UNVERIFIABLE, "reason": "too short to check"}
         supporting = [s for s in cited if by_source[s]["label"] == SUPPORTED]
+        elsewhere = sorted((s for s, j in by_source.items() if j["label"] == SUPPORTED and s not in cited),
+                           key=lambda s: -(by_source[s]["score"] or 0))
         if supporting:
+            cited_best = max(by_source[s]["score"] or 0 for s in supporting)
+            if elsewhere and self.recite_margin is not None and \
+                    (by_source[elsewhere[0]]["score"] or 0) - cited_best >= self.recite_margin:
+                return self._kept(claim, elsewhere[:1], by_source, recited_from=claim["cited"])
             return self._kept(claim, supporting, by_source, recited_from=[])
         against = [s for s in cited if by_source[s]["label"] == CONTRADICTED] or \
                   [s for s, j in by_source.items() if j["label"] == CONTRADICTED]
-        elsewhere = sorted((s for s, j in by_source.items() if j["label"] == SUPPORTED and s not in cited),
-                           key=lambda s: -(by_source[s]["score"] or 0))
         if elsewhere and not against:  # a claim some excerpt contradicts is not re-cited to one sharing its words
             return self._kept(claim, elsewhere[:1], by_source, recited_from=claim["cited"])
         if against or self.remove_unsupported:
@@ -142,6 +153,7 @@ class ClaimChecker:
                 "dropped": [s for s in claim["cited"] if s not in cited] if not recited_from else []}
 
 
-def _rank(judgement: dict[str, Any]) -> tuple[int, float]:
-    return _PREFERENCE.get(judgement["label"], 1), judgement.get("score") or 0.0
+def _rank(judgement: dict[str, Any]) -> tuple[float, int, float]:
+    return (round(judgement.get("alignment") or 0.0, 6), _PREFERENCE.get(judgement["label"], 1),
+            judgement.get("score") or 0.0)
 

@@ -61,8 +61,9 @@ class LexicalSupportJudge:
         """
         :param claims: Claims, one per pair.
         :param evidence: The evidence text for each claim (same length).
-        :returns: `judgements`: per pair, `{"label", "score" (0-1 or None), "reason", "sentence"}`; `sentence` is
-            the evidence sentence closest to the claim.
+        :returns: `judgements`: per pair, `{"label", "score" (0-1 or None), "reason", "sentence", "alignment"}`;
+            `sentence` is the evidence sentence closest to the claim, `alignment` the share of the claim's content
+            words in it (which of a paper's excerpts the claim comes from).
         """
         if len(claims) != len(evidence):
             raise ValueError(f"claims and evidence must pair up: {len(claims)} claims, {len(evidence)} evidence")
@@ -72,14 +73,14 @@ class LexicalSupportJudge:
         claim = without_verdict(claim)
         score = support(claim, evidence)
         sentence, overlap = best_sentence(claim, evidence)
+        judged = {"sentence": sentence, "alignment": overlap, "score": score, "reason": ""}
         if score is None:
-            return {"label": UNVERIFIABLE, "score": None, "reason": "too short to check", "sentence": sentence}
+            return {**judged, "label": UNVERIFIABLE, "reason": "too short to check"}
         if overlap >= self.conflict_overlap:
             found = conflicts(claim, sentence, evidence)
             if found:
-                return {"label": CONTRADICTED, "score": score, "reason": "; ".join(found), "sentence": sentence}
+                return {**judged, "label": CONTRADICTED, "reason": "; ".join(found)}
         if score >= self.min_support:
-            return {"label": SUPPORTED, "score": score, "reason": "", "sentence": sentence}
-        return {"label": UNSUPPORTED, "score": score,
-                "reason": f"{score:.0%} of its words are in the source (needs {self.min_support:.0%})",
-                "sentence": sentence}
+            return {**judged, "label": SUPPORTED}
+        return {**judged, "label": UNSUPPORTED,
+                "reason": f"{score:.0%} of its words are in the source (needs {self.min_support:.0%})"}

@@ -84,18 +84,20 @@ class CrossEncoderNLIJudge:
         judged = [i for i, claim in enumerate(claims) if support(claim, evidence[i]) is not None]
         probabilities = self._encoder.predict([(evidence[i], claims[i]) for i in judged], apply_softmax=True,
                                               batch_size=self.batch_size, show_progress_bar=False) if judged else []
-        results: list[dict[str, Any]] = [
-            {"label": UNVERIFIABLE, "score": None, "reason": "too short to check",
-             "sentence": best_sentence(claim, text)[0]} for claim, text in zip(claims, evidence)]
+        results: list[dict[str, Any]] = []
+        for claim, text in zip(claims, evidence):
+            sentence, alignment = best_sentence(claim, text)
+            results.append({"label": UNVERIFIABLE, "score": None, "reason": "too short to check",
+                            "sentence": sentence, "alignment": alignment})
         for i, row in zip(judged, probabilities):
             entail, contradict = float(row[self._labels["entailment"]]), float(row[self._labels["contradiction"]])
-            sentence = results[i]["sentence"]
+            results[i].update(score=entail, reason="")
             if entail >= self.min_entailment:
-                results[i] = {"label": SUPPORTED, "score": entail, "reason": "", "sentence": sentence}
+                results[i]["label"] = SUPPORTED
             elif contradict >= self.min_contradiction:
-                results[i] = {"label": CONTRADICTED, "score": entail, "sentence": sentence,
-                              "reason": f"the entailment model finds it contradicted (p={contradict:.2f})"}
+                results[i].update(label=CONTRADICTED,
+                                  reason=f"the entailment model finds it contradicted (p={contradict:.2f})")
             else:
-                results[i] = {"label": UNSUPPORTED, "score": entail, "sentence": sentence,
-                              "reason": f"the entailment model does not find it supported (p={entail:.2f})"}
+                results[i].update(label=UNSUPPORTED,
+                                  reason=f"the entailment model does not find it supported (p={entail:.2f})")
         return {"judgements": results}

@@ -70,17 +70,17 @@ class OllamaSupportJudge:
         results = []
         for claim, text in zip(claims, evidence):
             claim = without_verdict(claim)
-            sentence, _ = best_sentence(claim, text)
+            sentence, alignment = best_sentence(claim, text)
+            judged = {"sentence": sentence, "alignment": alignment, "score": None, "reason": ""}
             if support(claim, text) is None:
-                results.append({"label": UNVERIFIABLE, "score": None, "reason": "too short to check",
-                                "sentence": sentence})
+                results.append({**judged, "label": UNVERIFIABLE, "reason": "too short to check"})
                 continue
             prompt = ChatMessage.from_user(f"Document: {text}\nClaim: {claim}")
             reply = (self._chat().run(messages=[prompt])["replies"][0].text or "").strip().lower()
             if reply.startswith("yes"):
-                results.append({"label": SUPPORTED, "score": 1.0, "reason": "", "sentence": sentence})
+                results.append({**judged, "label": SUPPORTED, "score": 1.0})
                 continue
             found = conflicts(claim, sentence, text)
-            results.append({"label": CONTRADICTED if found else UNSUPPORTED, "score": 0.0, "sentence": sentence,
+            results.append({**judged, "label": CONTRADICTED if found else UNSUPPORTED, "score": 0.0,
                             "reason": "; ".join(found) or f"{self.model} does not find it supported"})
         return {"judgements": results}

@@ -305,3 +305,15 @@ def test_a_streamed_chat_answer_is_followed_by_the_checked_one_when_a_claim_was_
     text = chat_text(answer, streamed=streamed)
     assert "With its citations checked:\n\nSkin rash was the most common adverse event [1]." in text
     assert "Removed 1 sentence(s)" in text and "Metformin raised" not in text.split("_")[0]
+
+
+def test_a_claim_copied_from_one_paper_and_cited_to_a_similar_one_is_re_cited_to_its_source():
+    similar = Document(id="c4", content="Erlotinib was compared with chemotherapy in patients with EGFR-mutant lung "
+                                        "adenocarcinoma in Europe.",
+                       meta={"source_id": "PMC9", "title": "Erlotinib in Europe"})
+    copied = "Erlotinib prolonged progression-free survival compared with chemotherapy in EGFR-mutant lung adenocarcinoma."
+    documents = [*EXCERPTS, similar]
+    kept = ClaimChecker().run(claims=[claim(copied, "PMC9")], documents=documents)["claims"][0]
+    assert kept["cited"] == ["PMC4816447"] and kept["recited_from"] == ["PMC9"]
+    unchanged = ClaimChecker(recite_margin=None).run(claims=[claim(copied, "PMC9")], documents=documents)["claims"][0]
+    assert unchanged["cited"] == ["PMC9"]  # off: a cited excerpt that supports it at all is kept
