@@ -183,5 +183,7 @@ def _to_document(row: dict[str, Any]) -> Document:
     embedding = row["embedding"]
     return Document(
         id=row["id"], content=row["content"], meta=row["meta"] or {}, score=float(row["score"]),
-        embedding=embedding.tolist() if embedding is not None else None,
+        # pgvector's psycopg adapter gives a numpy array, or a `Vector` where the numpy loader is not registered
+        embedding=None if embedding is None else
+        embedding.to_list() if hasattr(embedding, "to_list") else [float(x) for x in embedding],
     )

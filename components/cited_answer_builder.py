@@ -69,7 +69,7 @@ class CitedAnswerBuilder:
     def run(
         self,
         question: str,
-        documents: list[Document],
+        documents: list[Document] | None = None,
         claims: list[dict[str, Any]] | None = None,
         removed_claims: list[dict[str, Any]] | None = None,
         invalid_citations: list[str] | None = None,
@@ -81,7 +81,7 @@ class CitedAnswerBuilder:
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
-        :param documents: The excerpts the model was shown, in prompt order.
+        :param documents: The excerpts the model was shown, in prompt order (none: nothing was relevant).
         :param claims: From `CitationVerifier`, or `ClaimChecker` after it; none means the model gave no answer.
             A claim with a `judgement` (from the checker) counts as supported when judged so; one without, when
             its lexical support reaches `min_support`.
@@ -99,7 +99,7 @@ class CitedAnswerBuilder:
         """
         if unanswered is not None:
             return {"answer": self._not_answered(question, unanswered)}
-        claims = claims or []
+        claims, documents = claims or [], documents or []
         by_id: dict[str, list[Document]] = {}
         for document in documents:
             by_id.setdefault(canonical_id(str(document.meta.get(self.source_id_field, ""))), []).append(document)

@@ -29,35 +29,49 @@ class RelevanceGate:
     ```
     """
 
-    def __init__(self, *, min_similarity: float = 0.5, closest_papers: int = 3):
+    def __init__(self, *, min_similarity: float = 0.5, max_gap: float | None = None, closest_papers: int = 3):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
+        :param max_gap: If set, an excerpt whose similarity to the question is more than this below the best
+            match's is held back too (an excerpt whose similarity is unknown is kept): papers on other subjects
+            that retrieval filled the list with cannot be cited then.
         :param closest_papers: How many of the closest papers a "not answered" reply lists.
         """
-        if not -1 <= min_similarity <= 1 or closest_papers < 0:
-            raise ValueError("min_similarity must be between -1 and 1 and closest_papers 0 or more")
+        if not -1 <= min_similarity <= 1 or closest_papers < 0 or (max_gap is not None and max_gap < 0):
+            raise ValueError("min_similarity must be between -1 and 1, max_gap and closest_papers 0 or more")
         self.min_similarity = min_similarity
+        self.max_gap = max_gap
         self.closest_papers = closest_papers
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, min_similarity=self.min_similarity, closest_papers=self.closest_papers)
+        return default_to_dict(self, min_similarity=self.min_similarity, max_gap=self.max_gap,
+                               closest_papers=self.closest_papers)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document], unanswered=list[Document])
-    def run(self, documents: list[Document], scored: list[Document] | None = None) -> dict[str, list[Document]]:
+    def run(self, documents: list[Document], scored: list[Document] | None = None,
+            query_embedding: list[float] | None = None) -> dict[str, list[Document]]:
         """
         :param documents: The excerpts chosen for the prompt.
         :param scored: The semantic retriever's results, with their similarity scores.
+        :param query_embedding: The question's embedding: for `max_gap`, the similarity of excerpts the semantic
+            retriever did not return (found by BM25) is computed from their embeddings.
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`.
         """
         scored = [d for d in scored or [] if d.score is not None]
         best = max((d.score for d in scored), default=None)
         if documents and best is not None and best >= self.min_similarity:
-            return {"documents": documents}
+            if self.max_gap is None:
+                return {"documents": documents}
+            known = {d.id: d.score for d in scored}
+            kept = [d for d in documents
+                    if (similarity := known.get(d.id, _cosine(query_embedding, d.embedding))) is None
+                    or similarity >= best - self.max_gap]
+            return {"documents": kept or documents}
         closest, seen = [], set()
         for document in sorted(scored, key=lambda d: -d.score):
             source_id = canonical_id(str(document.meta.get("source_id", "")))
@@ -66,3 +80,11 @@ class RelevanceGate:
                 closest.append(Document(id=document.id, content=document.content,
                                         meta={**document.meta, "relevance": round(document.score, 3)}))
         return {"unanswered": closest}
+
+
+def _cosine(a: list[float] | None, b: list[float] | None) -> float | None:
+    if not a or not b or len(a) != len(b):
+        return None
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = (sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5)
+    return dot / norm if norm else None

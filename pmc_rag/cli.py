@@ -100,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
                           help="what decides whether a citation supports a statement (citation recall/precision): "
                                "lexical (default, offline), nli:MODEL (a cross-encoder NLI model, local path or "
                                "Hugging Face name), ollama:MODEL (e.g. ollama:bespoke-minicheck)")
+    evaluate.add_argument("--conversations", nargs="?", const="default", default=None, metavar="FILE",
+                          help="instead of single questions, run multi-turn conversations (default: "
+                               "evaluation/datasets/conversations.json): off-topic citations and 'not answered'")
     evaluate.add_argument("--out", default=None, metavar="DIR",
                           help="where results.json, chart.png and table.md go (default: .pmc-rag/eval/<time>/)")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -251,6 +254,25 @@ def _setup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_conversations(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from pmc_rag.evaluation.conversations import conversations_markdown, run_conversations
+    from pmc_rag.paths import CONVERSATIONS, home
+
+    path = CONVERSATIONS if args.conversations == "default" else Path(args.conversations)
+    report = run_conversations(args.pipelines or ["rag"], path, progress=not args.no_progress)
+    out = Path(args.out) if args.out else home() / "eval" / time.strftime("conversations-%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    table = conversations_markdown(report)
+    (out / "table.md").write_text(table + "\n", encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(table)
+    print(f"\nRecords: {out / 'results.json'}")
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     import logging
     import time
@@ -271,6 +293,8 @@ def _eval(args: argparse.Namespace) -> int:
         from pmc_rag.evaluation.judge import FaithfulnessJudge
 
         judge = FaithfulnessJudge(args.judge_model)
+    if args.conversations:
+        return _eval_conversations(args)
     adversaries = args.adversary
     if adversaries:
         from pmc_rag.evaluation.adversaries import ATTACKS

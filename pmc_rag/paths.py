@@ -19,6 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 SAMPLE_CORPUS_DIR = PROJECT_ROOT / "corpus"
 DEV_QUESTIONS = PROJECT_ROOT / "evaluation" / "datasets" / "pubmedqa_dev_questions.json"
+CONVERSATIONS = PROJECT_ROOT / "evaluation" / "datasets" / "conversations.json"
 
 
 def home() -> Path:

@@ -222,3 +222,12 @@ def test_a_malformed_filter_is_refused_with_its_field_named():
         filter_condition({"field": "meta.section", "operator": "in", "value": "Results"})
     with pytest.raises(FilterError, match="non-empty `conditions`"):
         filter_condition({"operator": "AND", "conditions": []})
+
+
+def test_embeddings_come_back_as_lists_of_floats_when_asked_for(pubmedqa_retriever):
+    with_embeddings = PgvectorBM25Retriever(document_store=pubmedqa_retriever.document_store, top_k=3,
+                                            return_embedding=True)
+    with_embeddings.warm_up()
+    documents = with_embeddings.run(query="erlotinib lung cancer")["documents"]
+    assert documents and all(len(d.embedding) == 384 and isinstance(d.embedding[0], float) for d in documents)
+    assert all(d.embedding is None for d in pubmedqa_retriever.run(query="erlotinib lung cancer")["documents"])
