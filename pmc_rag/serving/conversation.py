@@ -1,8 +1,8 @@
 """Turning a conversation into what one pipeline run needs, and its answers back into the conversation's terms.
 
 Follow-up questions ("what about its side effects?") are made standalone by *carrying the conversation's topic
-along*: a question that refers back (a pronoun such as "it" or "they", "what about", "the drug", or fewer than
-three content words) is sent to retrieval and to the model as `"<question> (follow-up to: <topic>)"`, where the
+along*: a question that refers back (a pronoun such as "it" or "they", "what about", "the drug", "which one"; fewer
+than three content words; or fewer than six, one of them shared with the topic) is sent to retrieval and to the model as `"<question> (follow-up to: <topic>)"`, where the
 topic is the last question that did not refer back, the one that says what "it" is. A follow-up to a follow-up
 keeps that topic: after "Is erlotinib effective?" and "What about its side effects?", "Does it prolong
 survival?" is about erlotinib, not about "its side effects". This is deterministic and costs nothing, unlike
@@ -23,7 +23,7 @@ from pmc_rag.components.citations import canonical_id, content_words
 _REFERS_BACK = re.compile(
     r"\b(?:it|its|it's|they|them|their|theirs|this|that|these|those|the (?:drug|treatment|therapy|intervention|"
     r"study|trial|paper|papers|studies|results?|effect|effects|same)|what about|how about|and what|also|"
-    r"as well|compared (?:to|with) (?:that|this|it))\b", re.IGNORECASE)
+    r"as well|compared (?:to|with) (?:that|this|it)|which one|the other|either|both)\b", re.IGNORECASE)
 _FOLLOW_UP_LABEL = " (follow-up to: "
 
 
@@ -31,9 +31,13 @@ def standalone_query(question: str, previous_queries: list[str]) -> str:
     """The question as retrieval should see it, given the conversation's earlier standalone queries."""
     if not previous_queries:
         return question
-    if not _REFERS_BACK.search(question) and len(content_words(question)) >= 3:
+    topic = conversation_topic(previous_queries)
+    words = content_words(question)
+    # A short question sharing a word with the topic ("How was dynamic stability measured?") continues it too.
+    continues = len(words) < 3 or (len(words) < 6 and words & content_words(topic))
+    if not _REFERS_BACK.search(question) and not continues:
         return question
-    return f"{question}{_FOLLOW_UP_LABEL}{conversation_topic(previous_queries)})"
+    return f"{question}{_FOLLOW_UP_LABEL}{topic})"
 
 
 def conversation_topic(previous_queries: list[str]) -> str:
