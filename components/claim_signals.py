@@ -112,15 +112,26 @@ def reversed_direction(claim: str, evidence_sentence: str) -> tuple[set[str], se
     return (claimed, stated) if claimed and stated and not claimed & stated else None
 
 
-def unmatched_quantities(claim: str, evidence: str) -> list[Quantity]:
-    """The claim's quantities that the evidence does not state: the value, with the same unit when both give one."""
-    stated = quantities(evidence)
+def unmatched_quantities(claim: str, evidence_sentence: str, elsewhere: str = "") -> list[Quantity]:
+    """
+    The claim's quantities that the evidence does not state: the value, with the same unit when both give one.
+    Each number of the evidence sentence answers for one number of the claim ("3 of the 3 clinics" is not "1 of
+    the 3 clinics"); a number stated `elsewhere` in the excerpt answers for any.
+    """
+    unused = quantities(evidence_sentence)
+    stated_elsewhere = quantities(elsewhere)
     missing = []
     for quantity in quantities(claim):
-        same_value = [q for q in stated if q.value == quantity.value]
-        if not same_value or (quantity.unit and all(q.unit and q.unit != quantity.unit for q in same_value)):
+        match = next((q for q in unused if _same(q, quantity)), None)
+        if match is not None:
+            unused.remove(match)
+        elif not any(_same(q, quantity) for q in stated_elsewhere):
             missing.append(quantity)
     return missing
+
+
+def _same(stated: Quantity, claimed: Quantity) -> bool:
+    return stated.value == claimed.value and not (claimed.unit and stated.unit and stated.unit != claimed.unit)
 
 
 def conflicts(claim: str, evidence_sentence: str, evidence: str | None = None) -> list[str]:
@@ -134,7 +145,8 @@ def conflicts(claim: str, evidence_sentence: str, evidence: str | None = None) -
     if is_negated(claim) != is_negated(evidence_sentence):
         found.append("negation: the claim is negated, the source is not" if is_negated(claim) else
                      "negation: the source is negated, the claim is not")
-    missing = unmatched_quantities(claim, evidence if evidence is not None else evidence_sentence)
+    elsewhere = (evidence or "").replace(evidence_sentence, " ")
+    missing = unmatched_quantities(claim, evidence_sentence, elsewhere)
     if missing:
         shown = ", ".join(f"{q.value}{' ' + q.unit if q.unit and q.unit != '%' else q.unit or ''}" for q in missing)
         found.append(f"numbers: the source does not state {shown}")

@@ -69,6 +69,9 @@ def test_signal_details():
     assert [(q.value, q.unit) for q in quantities("1,000 patients, 2.50 mg and 45 percent, twice")] == \
         [("1000", None), ("2.5", "mg"), ("45", "%"), ("2", None)]
     assert conflicts("HbA1c fell by 5 mg.", "HbA1c fell by 5 g.") == ["numbers: the source does not state 5 mg"]
+    # Each number of the source answers for one of the claim's: "3 of the 3" is not "1 of the 3".
+    assert conflicts("Women at 3 of the 3 clinics adhered less.", "Women at 1 of the 3 clinics adhered less.") == \
+        ["numbers: the source does not state 3"]
     # A number stated elsewhere in the excerpt counts as stated.
     assert conflicts("Rash affected 83% of patients.", "Rash was common.", ERLOTINIB) == []
     # Only the words the two do not share are compared for direction.
