@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -152,11 +153,14 @@ def support(claim: str, evidence: str) -> float | None:
     return len(claim_words & content_words(evidence)) / len(claim_words)
 
 
-def best_sentence(claim: str, evidence: str) -> tuple[str, float]:
-    """The sentence of the evidence that shares the most content words with the claim, and that share."""
+def best_sentence(claim: str, evidence: str, exclude: Callable[[str], bool] | None = None) -> tuple[str, float]:
+    """The sentence of the evidence that shares the most content words with the claim, and that share (sentences
+    for which `exclude` is true are passed over)."""
     claim_words = content_words(claim) or {""}
     best, best_score = "", -1.0
     for sentence in split_sentences(" ".join(evidence.split())):
+        if exclude is not None and exclude(sentence):
+            continue
         score = len(claim_words & content_words(sentence)) / len(claim_words)
         if score > best_score:
             best, best_score = sentence, score

@@ -30,6 +30,12 @@ _NEGATION = re.compile(
     r"|absence of|non-?significant(?:ly)?|insignificant(?:ly)?)\b|n't\b",
     re.IGNORECASE,
 )
+# Negative words that do not negate what the sentence asserts: "whether or not", a subgroup defined by what it
+# lacks ("those who had not received radiotherapy", "with or without").
+_NOT_A_NEGATION = re.compile(
+    r"\b(?:whether or not|or not|with or without|not only|no longer than|no more than|no less than|"
+    r"(?:who|which|that) (?:had|have|has|did|do|does|were|was) not \w+|(?:those|patients|people|women|men|children|"
+    r"subjects|participants|controls?) (?:without|not \w+ing))\b", re.IGNORECASE)
 # "Yes, ...", "No. ...": the answer's verdict is not part of the claim about the source.
 # (Punctuation required: "No change occurred ..." is a claim.)
 _VERDICT_PREFIX = re.compile(r"^\s*(?:yes|no|maybe)\s*[,.:;!\u2013\u2014-]+\s*", re.IGNORECASE)
@@ -56,13 +62,26 @@ _NUMBER_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
 _NUMBER_WORD = re.compile(rf"\b({'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
 
 
+# A sentence that states what a study set out to do ("To assess whether X predicts Y.", "The aim was...") says
+# nothing either way about the answer, so it cannot contradict a claim.
+_AIM = re.compile(r"^\W*(?:to (?:assess|determine|evaluate|compare|examine|investigate|analy[sz]e|study|test|"
+                  r"explore|identify|describe|estimate|measure|review|report)|(?:the|our|this) (?:aim|objective|"
+                  r"purpose|goal)s?\b|(?:we|this study|the present study|the study) (?:aimed|sought|set out|"
+                  r"examined|assessed|evaluated|investigated|compared|tested|asked)\b|(?:objective|aims?|purpose|"
+                  r"background|introduction)\s*:)", re.IGNORECASE)
+
+
+def states_an_aim(sentence: str) -> bool:
+    return bool(_AIM.match(sentence))
+
+
 def without_verdict(claim: str) -> str:
     """The claim without a leading "Yes," / "No." / "Maybe:" (the answer's verdict on the question)."""
     return _VERDICT_PREFIX.sub("", claim, count=1)
 
 
 def is_negated(text: str) -> bool:
-    return bool(_NEGATION.search(text))
+    return bool(_NEGATION.search(_NOT_A_NEGATION.sub(" ", text)))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from haystack import component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import best_sentence, support
 from pmc_rag.components.claim_signals import (CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, conflicts,
-                                              without_verdict)
+                                              states_an_aim, without_verdict)
 
 
 @component
@@ -17,7 +17,8 @@ class LexicalSupportJudge:
     Judges whether an excerpt supports a claim, with no model: fast, deterministic, and blind to paraphrase.
 
     For each (claim, evidence) pair:
-    * **contradicted** if the evidence sentence closest to the claim shares at least `conflict_overlap` of the
+    * **contradicted** if the evidence sentence closest to the claim (of those stating findings, not a study's
+      aim: "To assess whether ...") shares at least `conflict_overlap` of the
       claim's content words and the two differ in negation, in a number or unit, or in direction of change
       (`claim_signals.conflicts`): "X was not associated with Y" against "X was associated with Y";
     * else **supported** if at least `min_support` of the claim's content words are in the evidence;
@@ -76,10 +77,12 @@ class LexicalSupportJudge:
         judged = {"sentence": sentence, "alignment": overlap, "score": score, "reason": ""}
         if score is None:
             return {**judged, "label": UNVERIFIABLE, "reason": "too short to check"}
-        if overlap >= self.conflict_overlap:
-            found = conflicts(claim, sentence, evidence)
+        finding, finding_overlap = best_sentence(claim, evidence, exclude=states_an_aim)
+        if finding and finding_overlap >= self.conflict_overlap:
+            found = conflicts(claim, finding, evidence)
             if found:
-                return {**judged, "label": CONTRADICTED, "reason": "; ".join(found)}
+                return {**judged, "label": CONTRADICTED, "reason": "; ".join(found), "sentence": finding,
+                        "alignment": finding_overlap}
         if score >= self.min_support:
             return {**judged, "label": SUPPORTED}
         return {**judged, "label": UNSUPPORTED,

@@ -190,6 +190,9 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
                     flags=answer.get("flags", {}), references=[r["source_id"] for r in answer.get("references", [])],
                     predicted_verdict=predicted_verdict(answer["answer"]),
                     citations=citation_scores(answer, question.gold_source_ids),
+                    raw_answer=answer.get("raw_answer", ""),
+                    removed_claims=[{k: c[k] for k in ("text", "source_id", "reason")}
+                                    for c in answer.get("removed_claims", [])],
                     claims_removed=len(answer.get("removed_claims", [])),
                     claims_recited=len({c["claim"] for c in answer.get("citations", []) if c.get("recited_from")}),
                     alce=alce_scores(answer, outputs["excerpts"] or [], claim_judge or LexicalSupportJudge()))

@@ -320,3 +320,28 @@ def test_a_claim_copied_from_one_paper_and_cited_to_a_similar_one_is_re_cited_to
     assert kept["cited"] == ["PMC4816447"] and kept["recited_from"] == ["PMC9"]
     unchanged = ClaimChecker(recite_margin=None).run(claims=[claim(copied, "PMC9")], documents=documents)["claims"][0]
     assert unchanged["cited"] == ["PMC9"]  # off: a cited excerpt that supports it at all is kept
+
+
+@pytest.mark.parametrize("claim_text, source", [
+    # "whether or not" and a subgroup defined by what it lacks are not negations of the finding
+    ("Yes, the Hawkins sign can predict necrosis in fractures of the neck of the astragalus.",
+     "To assess if the Hawkins sign can predict whether or not astragalus fractures of the neck develop necrosis. "
+     "The Hawkins sign predicted necrosis in 20 of 23 fractures."),
+    ("Radiotherapy of the primary rectal cancer does affect prognosis after pelvic exenteration.",
+     "Patients who previously received radiotherapy for primary rectal cancer have worse outcomes after pelvic "
+     "exenteration than those who had not received radiotherapy."),
+    # a study's aim says nothing either way
+    ("No, there is no need for living-related liver transplantation in children.",
+     "To assess and compare the value of split-liver transplantation and living-related liver transplantation."),
+])
+def test_what_a_model_writes_honestly_is_not_taken_for_a_contradiction(claim_text, source):
+    judgement = LexicalSupportJudge().run(claims=[claim_text], evidence=[source])["judgements"][0]
+    assert judgement["label"] != "contradicted", judgement["reason"]
+
+
+def test_a_flipped_background_statement_is_still_caught():
+    judgement = LexicalSupportJudge().run(
+        claims=["The study found that EUS fellowships enhance residents' US educational experiences."],
+        evidence=["To date, there is no evidence supporting that EUS fellowships enhance residents' ultrasound (US) "
+                  "educational experiences."])["judgements"][0]
+    assert judgement["label"] == "contradicted" and judgement["reason"].startswith("negation")
