@@ -97,13 +97,16 @@ def without_generation(spec: dict[str, Any]) -> None:
     spec.pop("local_model", None)
 
 
+NO_GENERATOR = "has no generator for the adversary to replace"
+
+
 def with_adversary(attack: str):
     """A spec edit: the generator becomes an `AdversarialChatGenerator` making `attack`; no model server starts."""
     def edit(spec: dict[str, Any]) -> None:
         components = spec.get("components") or {}
         generators = [name for name, c in components.items() if "generator" in str(c.get("type", "")).lower()]
         if not generators:
-            raise PipelineError("has no generator for the adversary to replace")
+            raise PipelineError(NO_GENERATOR)
         for name in generators:
             components[name] = {"type": "pmc_rag.evaluation.adversaries.AdversarialChatGenerator",
                                 "init_parameters": {"attack": attack}}
@@ -283,7 +286,8 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
             for adversary in (adversaries or [None])]
     for target, adversary in runs:
         variant = load_variant(target, retrieval_only, adversary)
-        if adversary and variant.pipeline is not None and not variant.answers:
+        if adversary and (NO_GENERATOR in (variant.error or "") or
+                          (variant.pipeline is not None and not variant.answers)):
             continue  # a retrieval pipeline has no generator to attack
         entry: dict[str, Any] = {"path": _shown(variant.path), "yaml_sha256": variant.yaml_sha256,
                                  "models": variant.models}

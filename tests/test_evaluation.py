@@ -193,18 +193,24 @@ def test_runner_end_to_end_on_five_questions(eval_table, capsys):
         citations = entry["summary"]["citations"]
         assert citations["validity"] == 1.0 and citations["invalid"] == 0
         assert entry["summary"]["verdicts"]["questions"] == 5
-    assert extractive["summary"]["citations"]["extractive_fallback_rate"] == 1.0
+    # In this small table the double-balloon enteroscopy abstract is only 0.42 similar to its question: the
+    # relevance gate (0.5) says the papers do not answer it, and no model is asked.
+    for entry in (extractive, rag):
+        refused = [r["id"] for r in entry["records"] if r["flags"].get("not_answered")]
+        assert refused == ["23831910"] and all(not r["references"] for r in entry["records"] if r["id"] in refused)
+    assert extractive["summary"]["citations"]["extractive_fallback_rate"] == 0.8  # every other answer quotes
     assert extractive["summary"]["verdicts"]["confusion"]["yes"]["none"] + \
         extractive["summary"]["verdicts"]["confusion"]["no"]["none"] + \
         extractive["summary"]["verdicts"]["confusion"]["maybe"]["none"] == 5  # quotations give no verdict
     assert rag["summary"]["tokens"]["in_mean"] > 100 and "generator" in rag["summary"]["timings_ms"]
-    assert rag["summary"]["answered_by"] == {"qwen2.5-0.5b-instruct": 5}  # no Ollama here
+    assert rag["summary"]["answered_by"] == {"qwen2.5-0.5b-instruct": 4, "no model": 1}  # no Ollama here
+    assert rag["summary"]["claims"]["statements"] > 0 and rag["summary"]["claims"]["citation_precision"] is not None
     assert rag["records"][0]["failed_generators"] == ["OllamaChatGenerator"]
     record = rag["records"][0]
     assert record["gold_source_ids"] == ["PMID:10808977"] and len(record["ranked"]) == 10
 
     table_md = markdown(report)
-    assert "| retrieve_bm25 | 0 |" in table_md and "| rag | qwen2.5-0.5b-instruct | 1.000 | 0 |" in table_md
+    assert "| retrieve_bm25 | 0 |" in table_md and "| rag | qwen2.5-0.5b-instruct, no model | 1.000 | 0 |" in table_md
     assert "| rag_extractive | no model | 1.000 | 0 |" in table_md
     assert "not run:" in table_md and "Verdicts of `rag`" in table_md
     write_json(report, folder / "results.json")
@@ -246,3 +252,21 @@ def test_llm_judge_scores_faithfulness_through_ollama():
         assert judge.score("Does X help?", "  ", ["X helped."]) is None  # nothing to judge
         ollama.json_reply = "not json"
         assert judge.score("Does X help?", "X helps [1].", ["X helped."]) is None  # an unusable reply
+
+
+def test_adversaries_replace_the_model_and_the_table_shows_what_got_through(eval_table):
+    from pmc_rag.evaluation.report import markdown
+    from pmc_rag.evaluation.runner import run_evaluation
+    from pmc_rag.paths import DEV_QUESTIONS
+
+    table, folder = eval_table
+    report = run_evaluation([pipeline_file_for("rag", table, folder), pipeline_file_for("retrieve_bm25", table, folder)],
+                            DEV_QUESTIONS, limit=3, progress=False, adversaries=["negate", "misattribute"])
+    assert list(report["variants"]) == ["rag+negate", "rag+misattribute"]  # a retriever has no model to attack
+    negate = report["variants"]["rag+negate"]["summary"]
+    assert negate["answered_by"] == {"adversary:negate": 2, "no model": 1}  # one not answered (the gate)
+    assert negate["attacks"]["attacked"] >= 2 and negate["attacks"].get("through", 0) == 0
+    assert negate["attacks"]["removed"] == negate["attacks"]["attacked"] and negate["claims"]["removed"] >= 2
+    assert report["meta"]["adversaries"] == ["negate", "misattribute"]
+    assert report["meta"]["claim_judge"]["type"].endswith("LexicalSupportJudge")
+    assert "| rag+negate |" in markdown(report) and "citation precision" in markdown(report)
