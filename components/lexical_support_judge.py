@@ -77,7 +77,9 @@ class LexicalSupportJudge:
         judged = {"sentence": sentence, "alignment": overlap, "score": score, "reason": ""}
         if score is None:
             return {**judged, "label": UNVERIFIABLE, "reason": "too short to check"}
-        finding, finding_overlap = best_sentence(claim, evidence, exclude=states_an_aim)
+        # A claim about a study's aim is compared with aims; any other, with findings only.
+        finding, finding_overlap = best_sentence(claim, evidence,
+                                                 exclude=None if states_an_aim(claim) else states_an_aim)
         if finding and finding_overlap >= self.conflict_overlap:
             found = conflicts(claim, finding, evidence)
             if found:

@@ -345,3 +345,11 @@ def test_a_flipped_background_statement_is_still_caught():
         evidence=["To date, there is no evidence supporting that EUS fellowships enhance residents' ultrasound (US) "
                   "educational experiences."])["judgements"][0]
     assert judgement["label"] == "contradicted" and judgement["reason"].startswith("negation")
+
+
+def test_a_negated_aim_is_compared_with_the_aim():
+    judgement = LexicalSupportJudge().run(
+        claims=["To assess if the Hawkins sign cannot predict necrosis of the astragalus."],
+        evidence=["To assess if the Hawkins sign can predict necrosis of the astragalus. It did in 20 of 23."]
+    )["judgements"][0]
+    assert judgement["label"] == "contradicted"
