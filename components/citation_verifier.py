@@ -7,7 +7,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from pmc_rag.components.citations import (canonical_id, normalise_text, shown_text, split_cited_sentences,
+from pmc_rag.components.citations import (by_paper, normalise_text, shown_text, split_cited_sentences,
                                          strip_reference_list, support)
 
 
@@ -69,9 +69,7 @@ class CitationVerifier:
         """
         raw = (replies[0].text or "") if replies else ""
         answer, _appended_references = strip_reference_list(normalise_text(raw))
-        given: dict[str, list[Document]] = {}
-        for document in documents:
-            given.setdefault(canonical_id(str(document.meta.get(self.source_id_field, ""))), []).append(document)
+        given = by_paper(documents, self.source_id_field)
 
         claims, invalid = [], []
         for sentence in split_cited_sentences(answer):

@@ -173,3 +173,11 @@ def shown_text(document: Document) -> str:
     if title and title[-1] not in ".?!":
         title += "."  # a sentence of its own, not the start of the excerpt's first one
     return f"{title}\n{document.content or ''}"
+
+
+def by_paper(documents: list[Document], source_id_field: str = "source_id") -> dict[str, list[Document]]:
+    """The documents grouped by the paper they come from (canonical citation id), in first-seen order."""
+    grouped: dict[str, list[Document]] = {}
+    for document in documents:
+        grouped.setdefault(canonical_id(str(document.meta.get(source_id_field, ""))), []).append(document)
+    return grouped

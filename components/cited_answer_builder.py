@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer
-from pmc_rag.components.citations import best_sentence, canonical_id, content_words
+from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words
 from pmc_rag.components.section_chunker import split_sentences
 
 
@@ -100,9 +100,7 @@ class CitedAnswerBuilder:
         if unanswered is not None:
             return {"answer": self._not_answered(question, unanswered)}
         claims, documents = claims or [], documents or []
-        by_id: dict[str, list[Document]] = {}
-        for document in documents:
-            by_id.setdefault(canonical_id(str(document.meta.get(self.source_id_field, ""))), []).append(document)
+        by_id = by_paper(documents, self.source_id_field)
         removed_claims = removed_claims or []
         supported = [c for c in claims if c["cited"] and self._supported(c)]
         extractive = not supported

@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.utils import deserialize_component_inplace
 
-from pmc_rag.components.citations import canonical_id, shown_text
+from pmc_rag.components.citations import by_paper, shown_text
 from pmc_rag.components.claim_signals import CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE
 from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
 
@@ -92,9 +92,7 @@ class ClaimChecker:
             unchecked), `support` (the judge's score for its citation), `reason`, `recited_from` and `dropped`;
             `removed_claims`: `{"text", "cited", "source_id", "reason", "evidence"}` per claim removed.
         """
-        by_id: dict[str, list[Document]] = {}
-        for document in documents:
-            by_id.setdefault(canonical_id(str(document.meta.get(self.source_id_field, ""))), []).append(document)
+        by_id = by_paper(documents, self.source_id_field)
         to_judge = [claim for claim in claims if claim.get("cited")]
         pairs = [(claim["text"], source_id, shown_text(document))
                  for claim in to_judge for source_id, chunks in by_id.items() for document in chunks]

@@ -75,6 +75,12 @@ def states_an_aim(sentence: str) -> bool:
     return bool(_AIM.match(sentence))
 
 
+def check_pairs(claims: list[str], evidence: list[str]) -> None:
+    """Every support judge takes claims and evidence pairwise: refuse lists that do not pair up."""
+    if len(claims) != len(evidence):
+        raise ValueError(f"claims and evidence must pair up: {len(claims)} claims, {len(evidence)} evidence")
+
+
 def without_verdict(claim: str) -> str:
     """The claim without a leading "Yes," / "No." / "Maybe:" (the answer's verdict on the question)."""
     return _VERDICT_PREFIX.sub("", claim, count=1)

@@ -7,8 +7,8 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import best_sentence, support
-from pmc_rag.components.claim_signals import (CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, conflicts,
-                                              states_an_aim, without_verdict)
+from pmc_rag.components.claim_signals import (CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, check_pairs,
+                                              conflicts, states_an_aim, without_verdict)
 
 
 @component
@@ -66,8 +66,7 @@ class LexicalSupportJudge:
             `sentence` is the evidence sentence closest to the claim, `alignment` the share of the claim's content
             words in it (which of a paper's excerpts the claim comes from).
         """
-        if len(claims) != len(evidence):
-            raise ValueError(f"claims and evidence must pair up: {len(claims)} claims, {len(evidence)} evidence")
+        check_pairs(claims, evidence)
         return {"judgements": [self._judge(claim, text) for claim, text in zip(claims, evidence)]}
 
     def _judge(self, claim: str, evidence: str) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import best_sentence, support
-from pmc_rag.components.claim_signals import CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, without_verdict
+from pmc_rag.components.claim_signals import (CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, check_pairs,
+                                              without_verdict)
 
 
 @component
@@ -77,8 +78,7 @@ class CrossEncoderNLIJudge:
     @component.output_types(judgements=list[dict[str, Any]])
     def run(self, claims: list[str], evidence: list[str]) -> dict[str, list[dict[str, Any]]]:
         """Same contract as `LexicalSupportJudge.run`; `score` is the entailment probability."""
-        if len(claims) != len(evidence):
-            raise ValueError(f"claims and evidence must pair up: {len(claims)} claims, {len(evidence)} evidence")
+        check_pairs(claims, evidence)
         self.warm_up()
         claims = [without_verdict(claim) for claim in claims]
         judged = [i for i, claim in enumerate(claims) if support(claim, evidence[i]) is not None]

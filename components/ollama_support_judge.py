@@ -9,8 +9,8 @@ from haystack import component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import best_sentence, support
-from pmc_rag.components.claim_signals import (CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, conflicts,
-                                              without_verdict)
+from pmc_rag.components.claim_signals import (CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, check_pairs,
+                                              conflicts, without_verdict)
 
 
 @component
@@ -65,8 +65,7 @@ class OllamaSupportJudge:
     @component.output_types(judgements=list[dict[str, Any]])
     def run(self, claims: list[str], evidence: list[str]) -> dict[str, list[dict[str, Any]]]:
         """Same contract as `LexicalSupportJudge.run`; `score` is 1.0 for Yes, 0.0 for No."""
-        if len(claims) != len(evidence):
-            raise ValueError(f"claims and evidence must pair up: {len(claims)} claims, {len(evidence)} evidence")
+        check_pairs(claims, evidence)
         results = []
         for claim, text in zip(claims, evidence):
             claim = without_verdict(claim)

@@ -23,7 +23,7 @@ from typing import Any
 
 from haystack import Document
 
-from pmc_rag.components.citations import canonical_id, shown_text, split_cited_sentences
+from pmc_rag.components.citations import by_paper, shown_text, split_cited_sentences
 from pmc_rag.components.claim_signals import SUPPORTED, UNVERIFIABLE
 from pmc_rag.evaluation.adversaries import ALTERING
 
@@ -31,9 +31,7 @@ from pmc_rag.evaluation.adversaries import ALTERING
 def alce_scores(answer: dict[str, Any], excerpts: list[Document], judge: Any) -> dict[str, Any]:
     """Per answer: statements, citations, their recall and precision sums, and unsupported cited statements."""
     numbers = {r["number"]: r["source_id"] for r in answer.get("references", [])}
-    texts: dict[str, list[str]] = {}
-    for document in excerpts:
-        texts.setdefault(canonical_id(str(document.meta.get("source_id", ""))), []).append(shown_text(document))
+    texts = {source: [shown_text(d) for d in documents] for source, documents in by_paper(excerpts).items()}
     statements = []
     for sentence in split_cited_sentences(answer.get("answer", "")):
         cited = [numbers[int(n)] for mark in sentence.bare for n in re.findall(r"\d+", mark) if int(n) in numbers]
