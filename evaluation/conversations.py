@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from pmc_rag.answer_service import AnswerService
 from pmc_rag.pipelines import load_declared_pipeline
+from pmc_rag.evaluation.runner import shown_path
 from pmc_rag.serving.history import ConversationStore
 
 NOT_ANSWERED = "not_answered"
@@ -57,7 +58,7 @@ def run_conversations(pipelines: list[str | Path], path: str | Path, progress: b
     conversations kept in the database)."""
     conversations = load_conversations(path)
     store = ConversationStore(os.environ["PG_CONN_STR"])
-    report: dict[str, Any] = {"meta": {"file": str(path), "conversations": len(conversations),
+    report: dict[str, Any] = {"meta": {"file": shown_path(Path(path)), "conversations": len(conversations),
                                        "turns": sum(len(c["turns"]) for c in conversations),
                                        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, "pipelines": {}}
     for target in pipelines:

@@ -228,7 +228,7 @@ def _described(component: Any) -> dict[str, Any]:
     return {"type": data["type"], **data.get("init_parameters", {})}
 
 
-def _shown(path: Path) -> str:
+def shown_path(path: Path) -> str:
     """A path as the report shows it: relative to the project when inside it, so results are comparable across
     checkouts."""
     try:
@@ -272,7 +272,7 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
         "meta": {
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "command": " ".join(["pmc-rag", *sys.argv[1:]]) if sys.argv and "pmc-rag" in sys.argv[0] else None,
-            "questions_file": _shown(questions_path),
+            "questions_file": shown_path(questions_path),
             "questions_sha256": hashlib.sha256(questions_path.read_bytes()).hexdigest(),
             "questions": len(questions), "limit": limit, "retrieval_only": retrieval_only, "top_k": TOP_K,
             "seed": SEED, "judge": getattr(judge, "model", None), "packages": _versions(),
@@ -289,7 +289,7 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
         if adversary and (NO_GENERATOR in (variant.error or "") or
                           (variant.pipeline is not None and not variant.answers)):
             continue  # a retrieval pipeline has no generator to attack
-        entry: dict[str, Any] = {"path": _shown(variant.path), "yaml_sha256": variant.yaml_sha256,
+        entry: dict[str, Any] = {"path": shown_path(variant.path), "yaml_sha256": variant.yaml_sha256,
                                  "models": variant.models}
         if variant.error:
             entry["error"] = variant.error
