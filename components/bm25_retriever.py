@@ -46,6 +46,20 @@ ORDER BY ranked.score DESC, ranked.docno
 LIMIT %s
 """
 
+# The question's words that no indexed chunk contains: a word is unknown when none of its lexemes is indexed (a
+# hyphenated word such as "treatment-resistant" is known when its parts are). Stop words have no lexemes.
+_UNKNOWN_WORDS = """
+SELECT word FROM (
+    SELECT DISTINCT ON (lower(word)) word, ord
+    FROM regexp_split_to_table(%s, '[^[:alnum:]-]+') WITH ORDINALITY AS w(word, ord)
+    WHERE word <> '' ORDER BY lower(word), ord
+) words
+WHERE EXISTS (SELECT 1 FROM unnest(to_tsvector({language}::regconfig, word)))
+  AND NOT EXISTS (SELECT 1 FROM unnest(to_tsvector({language}::regconfig, word)) lexemes
+                  JOIN {terms} t ON t.term = lexemes.lexeme WHERE t.df > 0)
+ORDER BY ord
+"""
+
 
 @component
 class PgvectorBM25Retriever:
@@ -147,13 +161,15 @@ class PgvectorBM25Retriever:
             self._connection.close()
             self._connection = None
 
-    @component.output_types(documents=list[Document])
+    @component.output_types(documents=list[Document], unknown_words=list[str])
     def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None) -> dict[str, Any]:
         """
         :param query: The question, in plain words.
         :param filters: Filters for this query, combined with the init filters by `filter_policy`.
         :param top_k: How many chunks to return (defaults to the init value).
-        :returns: `documents`: chunks by descending BM25 score (in `Document.score`).
+        :returns: `documents`: chunks by descending BM25 score (in `Document.score`); `unknown_words`: the
+            query's words that no indexed chunk contains (filters aside), in the query's order: a question about
+            something the corpus never mentions (`RelevanceGate` reads them).
         """
         self.warm_up()
         filters = apply_filter_policy(self.filter_policy, self.filters, filters)
@@ -167,12 +183,15 @@ class PgvectorBM25Retriever:
             embedding=sql.SQL("chunks.embedding" if self.return_embedding else "NULL::vector"))
         params = (query, self.max_query_terms, self.k1, self.b, self.b, *where_params, top_k or self.top_k)
 
-        def search(connection: psycopg.Connection) -> list[dict[str, Any]]:
-            with connection.cursor(row_factory=dict_row) as cursor:
-                return cursor.execute(statement, params).fetchall()
+        unknown = self.tables.format(_UNKNOWN_WORDS)
 
-        rows = run_reconnecting(lambda: self._connection, self._reconnect, search)
-        return {"documents": [_to_document(row) for row in rows]}
+        def search(connection: psycopg.Connection) -> tuple[list[dict[str, Any]], list[str]]:
+            with connection.cursor(row_factory=dict_row) as cursor:
+                rows = cursor.execute(statement, params).fetchall()
+                return rows, [row["word"] for row in cursor.execute(unknown, (query,)).fetchall()]
+
+        rows, unknown_words = run_reconnecting(lambda: self._connection, self._reconnect, search)
+        return {"documents": [_to_document(row) for row in rows], "unknown_words": unknown_words}
 
     def _reconnect(self) -> None:
         self.close()

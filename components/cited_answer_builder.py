@@ -78,6 +78,7 @@ class CitedAnswerBuilder:
         generator_meta: dict[str, Any] | None = None,
         replies: list[ChatMessage] | None = None,
         unanswered: list[Document] | None = None,
+        why_unanswered: str | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -95,10 +96,11 @@ class CitedAnswerBuilder:
             (every chat generator puts them there; not all of them have a `meta` output).
         :param unanswered: From `RelevanceGate`: no excerpt was relevant, the model was not asked; these are the
             closest papers, listed as not answering, and nothing is cited.
+        :param why_unanswered: From `RelevanceGate`: why, in words (the note starts with it).
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
         if unanswered is not None:
-            return {"answer": self._not_answered(question, unanswered)}
+            return {"answer": self._not_answered(question, unanswered, why_unanswered)}
         claims, documents = claims or [], documents or []
         by_id = by_paper(documents, self.source_id_field)
         removed_claims = removed_claims or []
@@ -179,15 +181,15 @@ class CitedAnswerBuilder:
         return {"answer": answer.model_dump()}
 
     @staticmethod
-    def _not_answered(question: str, closest: list[Document]) -> dict[str, Any]:
+    def _not_answered(question: str, closest: list[Document], why: str | None) -> dict[str, Any]:
         papers = [{"source_id": d.meta.get("source_id") or d.id, "title": d.meta.get("title"),
                    "year": d.meta.get("year"), "url": source_link(d.meta), "relevance": d.meta.get("relevance")}
                   for d in closest]
         return Answer(question=question, answer="The indexed papers do not answer this question.",
                       not_answering=papers,
                       flags={"not_answered": True, "extractive_fallback": False, "weak_support": False},
-                      notes=["No indexed passage is close enough to the question to answer it, so no model was "
-                             "asked and nothing is cited." + (" The closest papers, which do not answer it: " +
+                      notes=[(why or "No indexed passage is close enough to the question to answer it.")
+                             + " No model was asked, and nothing is cited." + (" The closest papers, which do not answer it: " +
                              "; ".join(f"{p['source_id']} ({p['title'] or 'untitled abstract'})" for p in papers) +
                              "." if papers else "")]).model_dump()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -20,6 +21,11 @@ class RelevanceGate:
     or reranked scores it means the same thing for every question. Where to set the threshold is measured (README,
     "Questions the papers do not answer"), not guessed.
 
+    A question naming something no indexed chunk contains ("Does lecanemab slow cognitive decline?", from the BM25
+    retriever's `unknown_words`) needs the higher `min_similarity_with_unknown_words`: its closest chunks match
+    the rest of the question, not what it asks about. The reply names the unknown words, so a misspelling can be
+    put right.
+
     Usage:
     ```python
     gate = RelevanceGate(min_similarity=0.5)
@@ -29,42 +35,59 @@ class RelevanceGate:
     ```
     """
 
-    def __init__(self, *, min_similarity: float = 0.5, max_gap: float | None = None, closest_papers: int = 3):
+    def __init__(self, *, min_similarity: float = 0.5, max_gap: float | None = None, closest_papers: int = 3,
+                 min_similarity_with_unknown_words: float | None = None):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
+        :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
+            are in no indexed chunk (`unknown_words`); None: unknown words change nothing.
         :param max_gap: If set, an excerpt whose similarity to the question is more than this below the best
             match's is held back too (an excerpt whose similarity is unknown is kept): papers on other subjects
             that retrieval filled the list with cannot be cited then.
         :param closest_papers: How many of the closest papers a "not answered" reply lists.
         """
-        if not -1 <= min_similarity <= 1 or closest_papers < 0 or (max_gap is not None and max_gap < 0):
-            raise ValueError("min_similarity must be between -1 and 1, max_gap and closest_papers 0 or more")
+        strict = min_similarity_with_unknown_words
+        if not -1 <= min_similarity <= 1 or closest_papers < 0 or (max_gap is not None and max_gap < 0) or (
+                strict is not None and not -1 <= strict <= 1):
+            raise ValueError("min_similarity and min_similarity_with_unknown_words must be between -1 and 1, "
+                             "max_gap and closest_papers 0 or more")
         self.min_similarity = min_similarity
+        self.min_similarity_with_unknown_words = strict
         self.max_gap = max_gap
         self.closest_papers = closest_papers
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, min_similarity=self.min_similarity, max_gap=self.max_gap,
-                               closest_papers=self.closest_papers)
+                               closest_papers=self.closest_papers,
+                               min_similarity_with_unknown_words=self.min_similarity_with_unknown_words)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
         return default_from_dict(cls, data)
 
-    @component.output_types(documents=list[Document], unanswered=list[Document])
+    @component.output_types(documents=list[Document], unanswered=list[Document], why_unanswered=str)
     def run(self, documents: list[Document], scored: list[Document] | None = None,
-            query_embedding: list[float] | None = None) -> dict[str, list[Document]]:
+            query_embedding: list[float] | None = None, unknown_words: list[str] | None = None,
+            topic_question: str | None = None) -> dict[str, Any]:
         """
         :param documents: The excerpts chosen for the prompt.
         :param scored: The semantic retriever's results, with their similarity scores.
         :param query_embedding: The question's embedding: for `max_gap`, the similarity of excerpts the semantic
             retriever did not return (found by BM25) is computed from their embeddings.
+        :param unknown_words: The question's words that no indexed chunk contains (`PgvectorBM25Retriever`).
+        :param topic_question: In a conversation, for a follow-up: the topic question, already answered; its words
+            do not count as unknown again (the follow-up carries them along).
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
-            best first, each with its best chunk, the similarity in `meta["relevance"]`.
+            best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
+            words.
         """
         scored = [d for d in scored or [] if d.score is not None]
         best = max((d.score for d in scored), default=None)
-        if documents and best is not None and best >= self.min_similarity:
+        asked = {w.lower() for w in re.findall(r"[\w-]+", topic_question or "")}
+        unknown = [w for w in unknown_words or [] if w.strip() and w.lower() not in asked] \
+            if self.min_similarity_with_unknown_words is not None else []
+        needed = max(self.min_similarity, self.min_similarity_with_unknown_words) if unknown else self.min_similarity
+        if documents and best is not None and best >= needed:
             if self.max_gap is None:
                 return {"documents": documents}
             known = {d.id: d.score for d in scored}
@@ -79,7 +102,17 @@ class RelevanceGate:
                 seen.add(source_id)
                 closest.append(Document(id=document.id, content=document.content,
                                         meta={**document.meta, "relevance": round(document.score, 3)}))
-        return {"unanswered": closest}
+        if unknown and best is not None and best >= self.min_similarity:
+            why = (f"No indexed paper contains {_quoted(unknown)}, and no passage is close enough to the rest of the "
+                   "question to answer it (check the spelling, or ask with another name for it).")
+        else:
+            why = "No indexed passage is close enough to the question to answer it."
+        return {"unanswered": closest, "why_unanswered": why}
+
+
+def _quoted(words: list[str]) -> str:
+    quoted = [f"'{w}'" for w in words]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 def _cosine(a: list[float] | None, b: list[float] | None) -> float | None:

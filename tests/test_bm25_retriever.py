@@ -87,6 +87,15 @@ def test_any_matching_word_is_enough_unlike_the_stock_retriever(pubmedqa_retriev
     assert stock.run(query=question)["documents"] == []
 
 
+def test_words_no_chunk_contains_are_reported_in_the_question_s_order(pubmedqa_retriever):
+    found = pubmedqa_retriever.run(query="Does Xyzzyplugh or lecanemab remodel lace plant leaves in the treatment-"
+                                         "resistant xyzzyplugh?")
+    assert found["documents"]  # the known words still find chunks
+    # stop words are not words the corpus lacks; "treatment-resistant" is known by its parts
+    assert found["unknown_words"] == ["Xyzzyplugh", "lecanemab"]
+    assert pubmedqa_retriever.run(query="mitochondria in lace plant leaves")["unknown_words"] == []
+
+
 def test_long_questions_and_sql_in_the_text_are_harmless(pubmedqa_retriever):
     long_question = " ".join(["intubation helicopter airway"] * 2000) + " lace plant mitochondria"
     assert pubmedqa_retriever.run(query=long_question)["documents"]

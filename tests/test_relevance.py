@@ -21,7 +21,7 @@ def test_relevant_excerpts_pass_and_irrelevant_ones_are_held_back_with_the_close
     held = gate.run(documents=excerpts, scored=scored(("PMC2", 0.3), ("PMC2", 0.45), ("PMC3", 0.2), ("PMC4", 0.1)))
     assert "documents" not in held
     assert [(d.meta["source_id"], d.meta["relevance"]) for d in held["unanswered"]] == [("PMC2", 0.45), ("PMC3", 0.2)]
-    assert gate.run(documents=[], scored=[]) == {"unanswered": []}  # nothing retrieved (filters): not answered
+    assert gate.run(documents=[], scored=[])["unanswered"] == []  # nothing retrieved (filters): not answered
     assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
 
 
@@ -35,3 +35,27 @@ def test_the_not_answered_reply_cites_nothing_and_lists_the_closest_papers():
     assert answer.not_answering[0].url is None  # no PMID or PMCID in its metadata
     text = answer.as_text()
     assert "do not answer the question" in text and "PMID:7" in text and "References" not in text
+
+
+def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_told_which_word():
+    gate = RelevanceGate(min_similarity=0.5, min_similarity_with_unknown_words=0.65)
+    excerpts = scored(("PMC1", 0.6))
+    assert gate.run(documents=excerpts, scored=excerpts) == {"documents": excerpts}  # every word known
+    held = gate.run(documents=excerpts, scored=excerpts, unknown_words=["lecanemab", "Leqembi"])
+    assert "documents" not in held and held["unanswered"][0].meta["source_id"] == "PMC1"
+    assert "No indexed paper contains 'lecanemab' or 'Leqembi'" in held["why_unanswered"]
+    close = scored(("PMC1", 0.7))  # close enough despite the unknown word (a misspelling of a known subject)
+    assert gate.run(documents=close, scored=close, unknown_words=["underrecognised"]) == {"documents": close}
+    # a follow-up carries its topic question along; that question's words were accepted when it was answered
+    assert gate.run(documents=excerpts, scored=excerpts, unknown_words=["underrecognised"],
+                    topic_question="Are dementia and aphasia an underrecognised association?") == {"documents": excerpts}
+    assert RelevanceGate(min_similarity=0.5).run(documents=excerpts, scored=excerpts,
+                                                 unknown_words=["lecanemab"]) == {"documents": excerpts}
+    assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
+    assert gate.to_dict()["init_parameters"]["min_similarity_with_unknown_words"] == 0.65
+
+    answer = Answer.model_validate(CitedAnswerBuilder().run(
+        question="Does lecanemab slow cognitive decline?", documents=[], unanswered=held["unanswered"],
+        why_unanswered=held["why_unanswered"])["answer"])
+    assert answer.flags["not_answered"] and not answer.references
+    assert answer.notes[0].startswith("No indexed paper contains 'lecanemab'") and "No model was asked" in answer.notes[0]
