@@ -28,7 +28,8 @@ from pmc_rag.pipelines import DeclaredPipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
-from pmc_rag.serving.conversation import renumber, standalone_query
+from pmc_rag.serving.conversation import (conversation_topic, is_follow_up, renumber, standalone_query,
+                                          topic_papers)
 from pmc_rag.serving.guards import InputError, SearchFilters, clean_question, fixed_reply, redact_personal_data
 from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
 from pmc_rag.serving.streaming import CitationStream
@@ -53,11 +54,13 @@ class AnswerService:
     :param slots: The answer queue; None: no queue (one caller, the CLI).
     :param max_question_chars: Longer questions are refused.
     :param carried_chunks: Earlier cited chunks offered again to a follow-up question's excerpts.
+    :param follow_ups_from_topic_papers: A follow-up is answered from the papers cited since the conversation's
+        topic question (`pmc_rag.serving.conversation.topic_papers`); False: from every paper.
     """
 
     def __init__(self, pipeline: DeclaredPipeline, *, name: str, store: ConversationStore | None = None,
                  cache: AnswerCache | None = None, slots: AnswerSlots | None = None, max_question_chars: int = 2000,
-                 carried_chunks: int = 5):
+                 carried_chunks: int = 5, follow_ups_from_topic_papers: bool = True):
         self.pipeline = pipeline
         self.name = name
         self.store = store
@@ -65,6 +68,7 @@ class AnswerService:
         self.slots = slots
         self.max_question_chars = max_question_chars
         self.carried_chunks = carried_chunks
+        self.follow_ups_from_topic_papers = follow_ups_from_topic_papers
 
     def warm_up(self) -> None:
         if not self.pipeline.warmed_up:
@@ -118,16 +122,25 @@ class AnswerService:
                 on_token: Any) -> Answer:
         state = self._conversation(conversation_id)
         if history is not None:
-            state.questions, state.numbers = history
+            state.questions, state.numbers, state.cited_per_turn = history
         if stream is not None:
             stream.numbers = state.numbers
         query = standalone_query(question, state.questions)
+        papers = topic_papers(state.questions, state.cited_per_turn) if (
+            self.follow_ups_from_topic_papers and is_follow_up(query)) else []
+        if papers:
+            haystack_filters = _within_papers(haystack_filters, papers)
         key = self.cache.key(self.name, query, haystack_filters, top_k) if self.cache else None
         answer = self.cache.get(key) if key and not state.questions else None
         cached = answer is not None
         if answer is None:
             generation = self.cache.generation() if self.cache else 0
-            answer = self._run(query, haystack_filters, top_k, state, stream, on_token)
+            answer = self._run(query, haystack_filters, top_k, state, stream, on_token, papers)
+            if papers:
+                answer["notes"] = [*answer.get("notes", []), (
+                    "A follow-up question: the papers this conversation is about (" + ", ".join(papers) + ") "
+                    + ("do not answer it." if answer.get("flags", {}).get("not_answered") else "answered it.")
+                    + " A question that names its subject searches every paper.")]
             degraded = answer.get("flags", {}).get("local_model_failed") or (
                 answer.get("model") is None and answer.get("failed_generators"))
             if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
@@ -162,11 +175,14 @@ class AnswerService:
                                      "`conversation_id` its answer returns.") from None
 
     def _run(self, query: str, haystack_filters: dict | None, top_k: int | None, state: ConversationState,
-             stream: CitationStream | None, on_token: Any) -> dict[str, Any]:
+             stream: CitationStream | None, on_token: Any, papers: list[str]) -> dict[str, Any]:
         self.warm_up()
         inputs = {"top_k": top_k}
         if "carried_chunk_ids" in self.pipeline.inputs:
-            inputs["carried_chunk_ids"] = state.cited_chunk_ids[: self.carried_chunks] or None
+            carried = [c for c in state.cited_chunk_ids if not papers or state.chunk_papers.get(c) in papers]
+            inputs["carried_chunk_ids"] = carried[: self.carried_chunks] or None
+        if papers and "topic_question" in self.pipeline.inputs:
+            inputs["topic_question"] = conversation_topic(state.questions)
         lifetime = current_lifetime.get()
 
         def watched(chunk: Any) -> None:  # generation stops at the next token once the caller or time is gone
@@ -226,6 +242,12 @@ def _fixed(question: str, redacted: list[str], started: float) -> dict[str, Any]
     kind, text = fixed
     return {"kind": kind, "question": question, "answer": text, "redacted": redacted, "references": [],
             "notes": [], "timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}}
+
+
+def _within_papers(filters: dict[str, Any] | None, papers: list[str]) -> dict[str, Any]:
+    """The request's filters, narrowed to these papers."""
+    papers_filter = {"field": "meta.source_id", "operator": "in", "value": list(papers)}
+    return papers_filter if not filters else {"operator": "AND", "conditions": [filters, papers_filter]}
 
 
 def to_haystack_filters(filters: SearchFilters | dict | None) -> dict[str, Any] | None:

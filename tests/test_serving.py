@@ -181,7 +181,7 @@ def test_a_five_turn_conversation_keeps_its_citation_numbers(client):
         assert sorted(numbers.values()) == list(range(1, len(numbers) + 1))
     assert numbers.get("PMC4816447") == 1
     assert standalone[1] == f"What about its side effects? (follow-up to: {QUESTION})"
-    assert standalone[4] == questions[4]  # a question that stands on its own is left as it is
+    assert standalone[4] == f"{questions[4]} (follow-up to: {QUESTION})"  # short, names nothing new: continues
 
 
 def test_repeated_questions_come_from_the_cache_until_the_corpus_changes(client, pg_conn_str):
@@ -426,6 +426,14 @@ def test_serving_config_errors_name_the_key(tmp_path, serve_config):
     path.write_text(yaml.safe_dump(broken))
     with pytest.raises(ServeConfigError, match=r"parameters: unknown \['colour'\]"):
         load_serve_config(path)
+    broken["endpoints"][0]["parameters"] = []
+    broken["conversations"] = {"follow_ups_from_topic_papers": "yes"}
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"conversations.follow_ups_from_topic_papers. must be true or false"):
+        load_serve_config(path)
+    broken["conversations"] = {"follow_ups_from_topic_papers": False}
+    path.write_text(yaml.safe_dump(broken))
+    assert load_serve_config(path).follow_ups_from_topic_papers is False
 
 
 def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, monkeypatch):
@@ -583,3 +591,56 @@ def test_a_follow_up_to_a_follow_up_keeps_the_conversation_s_topic():
     new_topic = "Does metformin reduce cardiovascular events in type 2 diabetes?"
     queries.append(standalone_query(new_topic, queries))
     assert standalone_query("What doses did they use?", queries) == f"What doses did they use? (follow-up to: {new_topic})"
+
+
+def test_a_short_question_naming_something_new_starts_a_new_topic():
+    from pmc_rag.serving.conversation import is_follow_up, standalone_query
+
+    topic = ["Is oncoplastic surgery a contraindication for accelerated partial breast radiation?"]
+    assert is_follow_up(standalone_query("Were there any complications?", topic))  # nothing new named
+    assert is_follow_up(standalone_query("How many patients had oncoplastic surgery?", topic))  # shares a word
+    assert standalone_query("What is the capital of France?", topic) == "What is the capital of France?"
+    assert standalone_query("Is Paris safe?", topic) == "Is Paris safe?"
+    assert standalone_query("Can dogs eat chocolate safely?", topic) == "Can dogs eat chocolate safely?"
+
+
+def test_the_topic_papers_are_those_cited_since_the_topic_question():
+    from pmc_rag.serving.conversation import cited_per_turn_from_history, standalone_query, topic_papers
+
+    queries: list[str] = []
+    for question in ("Does metformin lower HbA1c?", "What about its side effects?",
+                     "Is erlotinib effective in EGFR-mutant lung cancer?", "What about its side effects?"):
+        queries.append(standalone_query(question, queries))
+    cited = [["PMC1"], ["PMC1", "PMC2"], ["PMC3", "PMID:4"], ["PMC3", "PMC5"]]
+    assert topic_papers(queries, cited) == ["PMC3", "PMID:4", "PMC5"]  # the erlotinib question on, not metformin's
+    assert topic_papers(queries[:2], cited[:2]) == ["PMC1", "PMC2"]
+    assert topic_papers(queries[:3], [[], [], []]) == []  # nothing cited: every paper is searched
+
+    messages = [{"role": "user", "content": "Is erlotinib effective?"},
+                {"role": "assistant", "content": "Yes [1].\n\nReferences\n[1] PMC4816447 Erlotinib trial"},
+                {"role": "user", "content": "What is the capital of France?"},
+                {"role": "assistant", "content": "The indexed papers do not answer this question."},
+                {"role": "user", "content": "Does it prolong survival?"}]
+    assert cited_per_turn_from_history(messages) == [["PMC4816447"], []]
+
+
+def test_a_follow_up_cites_only_the_papers_its_topic_question_cited(client):
+    first = client.post("/rag/run", json={"question": QUESTION}).json()["result"]
+    topic = {r["source_id"] for r in first["references"]}
+    assert "PMC4816447" in topic
+    for question in ("Does it prolong overall survival?", "Were there any complications?"):
+        answer = client.post("/rag/run", json={"question": question,
+                                               "conversation_id": first["conversation_id"]}).json()["result"]
+        assert answer["standalone_query"].startswith(question + " (follow-up to: ")
+        assert {r["source_id"] for r in answer["references"]} <= topic, answer["references"]
+        assert {s["source_id"] for s in answer["sources"]} <= topic
+        assert any("the papers this conversation is about (" in n for n in answer["notes"])
+    # The same over the chat endpoint with the history resent (the openai client, Open WebUI)
+    chat = client.post("/v1/chat/completions", json={"model": "rag", "messages": [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": "Yes [1].\n\nReferences\n[1] PMC4816447 Erlotinib trial"},
+        {"role": "user", "content": "Does it prolong overall survival?"}]})
+    assert chat.status_code == 200, chat.text
+    text = chat.json()["choices"][0]["message"]["content"]
+    assert "PMC4816447" in text
+    assert not {m for m in re.findall(r"\b(PMC\d+|PMID:\d+)", text)} - {"PMC4816447"}, text

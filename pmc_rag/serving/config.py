@@ -41,6 +41,7 @@ class ServeConfig:
     max_question_chars: int = 2000
     retention_days: float = 30
     carried_chunks: int = 5
+    follow_ups_from_topic_papers: bool = True  # a follow-up is answered from the papers its topic question cited
     cache_entries: int = 1000
     cors_origins: tuple[str, ...] = ()  # web pages (origins) allowed to call the server from a browser
     max_running_answers: int = 2        # answers generated at once; retrieval and cached answers do not count
@@ -88,6 +89,7 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         max_question_chars=int(_number(server, "max_question_chars", 2000, source, "server")),
         retention_days=float(_number(conversations, "retention_days", 30, source, "conversations")),
         carried_chunks=int(_number(conversations, "carried_chunks", 5, source, "conversations")),
+        follow_ups_from_topic_papers=_flag(conversations, "follow_ups_from_topic_papers", True, source),
         cache_entries=int(_number(cache, "max_entries", 1000, source, "cache")),
         cors_origins=_origins(server, source),
         max_running_answers=max(1, int(_number(server, "max_running_answers", 2, source, "server"))),
@@ -118,6 +120,13 @@ def _number(section: dict, key: str, default: float, source: Path, where: str) -
     value = section.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise ServeConfigError(f"{source}: `{where}.{key}` must be a non-negative number, not {value!r}")
+    return value
+
+
+def _flag(section: dict, key: str, default: bool, source: Path) -> bool:
+    value = section.get(key, default)
+    if not isinstance(value, bool):
+        raise ServeConfigError(f"{source}: `conversations.{key}` must be true or false, not {value!r}")
     return value
 
 

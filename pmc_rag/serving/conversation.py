@@ -1,13 +1,18 @@
 """Turning a conversation into what one pipeline run needs, and its answers back into the conversation's terms.
 
 Follow-up questions ("what about its side effects?") are made standalone by *carrying the conversation's topic
-along*: a question that refers back (a pronoun such as "it" or "they", "what about", "the drug", "which one"; fewer
-than three content words; or fewer than six, one of them shared with the topic) is sent to retrieval and to the model as `"<question> (follow-up to: <topic>)"`, where the
-topic is the last question that did not refer back, the one that says what "it" is. A follow-up to a follow-up
-keeps that topic: after "Is erlotinib effective?" and "What about its side effects?", "Does it prolong
+along*: a question that refers back (a pronoun such as "it" or "they", "what about", "the drug", "which one"),
+that has fewer than six content words one of which it shares with the topic, or that has fewer than four and
+names nothing new (no capitalised word after the first: "Which brain regions were affected?" continues, "What is
+the capital of France?" does not) is sent to retrieval and to the model as `"<question> (follow-up to: <topic>)"`,
+where the topic is the last question that did not refer back, the one that says what "it" is. A follow-up to a
+follow-up keeps that topic: after "Is erlotinib effective?" and "What about its side effects?", "Does it prolong
 survival?" is about erlotinib, not about "its side effects". This is deterministic and costs nothing, unlike
-asking the model to rewrite the question (a 0.5B model rewrites unreliably and adds seconds); the chunks cited
-earlier in the conversation are offered to retrieval as well, so the papers under discussion stay in reach.
+asking the model to rewrite the question (a 0.5B model rewrites unreliably and adds seconds).
+
+A follow-up is answered from the conversation's *topic papers*: those cited since its topic question
+(`topic_papers`), so that "Does it prolong survival?" cannot be answered from a paper about something else; when
+they do not answer it, the answer says so. A question that names its own subject searches every paper again.
 
 Citation numbers belong to the conversation: `renumber` gives a paper cited before its earlier number and a
 new paper the next free one, in the answer text, its citations and its references alike.
@@ -25,6 +30,7 @@ _REFERS_BACK = re.compile(
     r"study|trial|paper|papers|studies|results?|effect|effects|same)|what about|how about|and what|also|"
     r"as well|compared (?:to|with) (?:that|this|it)|which one|the other|either|both)\b", re.IGNORECASE)
 _FOLLOW_UP_LABEL = " (follow-up to: "
+_NAMES_SOMETHING = re.compile(r"(?<=\s)[A-Z]")  # a capitalised word after the first: a name, a new subject
 
 
 def standalone_query(question: str, previous_queries: list[str]) -> str:
@@ -34,17 +40,40 @@ def standalone_query(question: str, previous_queries: list[str]) -> str:
     topic = conversation_topic(previous_queries)
     words = content_words(question)
     # A short question sharing a word with the topic ("How was dynamic stability measured?") continues it too.
-    continues = len(words) < 3 or (len(words) < 6 and words & content_words(topic))
+    continues = (len(words) < 6 and bool(words & content_words(topic))) or (
+        len(words) < 4 and not _NAMES_SOMETHING.search(question))
     if not _REFERS_BACK.search(question) and not continues:
         return question
     return f"{question}{_FOLLOW_UP_LABEL}{topic})"
+
+
+def is_follow_up(query: str) -> bool:
+    """Whether a standalone query is a follow-up (`standalone_query` carried a topic along)."""
+    return _FOLLOW_UP_LABEL in query and query.endswith(")")
+
+
+def topic_papers(previous_queries: list[str], cited_per_turn: list[list[str]]) -> list[str]:
+    """The papers a follow-up is answered from: those cited from the conversation's topic question on, in the order
+    first cited. Empty when the topic question's answer and its follow-ups cited nothing (then every paper is
+    searched).
+
+    :param previous_queries: The earlier turns' standalone queries, oldest first.
+    :param cited_per_turn: The source ids each of those turns cited, aligned with `previous_queries`.
+    """
+    start = len(previous_queries) - 1
+    while start > 0 and is_follow_up(previous_queries[start]):
+        start -= 1
+    papers: list[str] = []
+    for cited in cited_per_turn[max(start, 0):]:
+        papers.extend(p for p in cited if p not in papers)
+    return papers
 
 
 def conversation_topic(previous_queries: list[str]) -> str:
     """The question a follow-up refers back to: the latest standalone query that was not itself a follow-up (for
     one that was, the topic it carried)."""
     latest = previous_queries[-1]
-    if _FOLLOW_UP_LABEL in latest and latest.endswith(")"):
+    if is_follow_up(latest):
         return latest.split(_FOLLOW_UP_LABEL, 1)[1][:-1]
     return latest
 
@@ -84,3 +113,17 @@ def numbers_from_history(messages: list[dict[str, Any]]) -> dict[str, int]:
             for number, source_id in _REFERENCE_LINE.findall(message["content"]):
                 numbers.setdefault(canonical_id(source_id), int(number))
     return numbers
+
+
+def cited_per_turn_from_history(messages: list[dict[str, Any]]) -> list[list[str]]:
+    """For each earlier user message of a resent chat history, the papers the assistant's reply to it cited (its
+    reference lines); the last user message, the question being asked, gets none."""
+    turns: list[list[str]] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "user":
+            turns.append([])
+        elif turns and message.get("role") == "assistant" and isinstance(message.get("content"), str):
+            turns[-1].extend(canonical_id(source_id) for _, source_id in _REFERENCE_LINE.findall(message["content"]))
+    return turns[:-1]

@@ -32,7 +32,7 @@ from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_request_id, internal_error_detail
 from pmc_rag.serving.config import ServeConfig
-from pmc_rag.serving.conversation import numbers_from_history, standalone_query
+from pmc_rag.serving.conversation import cited_per_turn_from_history, numbers_from_history, standalone_query
 from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
 from pmc_rag.serving.history import ConversationStore
 from pmc_rag.serving.streaming import CitationStream, StructuredTokens
@@ -130,7 +130,8 @@ class AnswerEndpoint(_Endpoint):
                         self.spec.name)
         self.service = AnswerService(
             self.declared, name=self.spec.name, store=self.history, cache=cache, slots=answer_slots(self.config),
-            max_question_chars=self.config.max_question_chars, carried_chunks=self.config.carried_chunks)
+            max_question_chars=self.config.max_question_chars, carried_chunks=self.config.carried_chunks,
+            follow_ups_from_topic_papers=self.config.follow_ups_from_topic_papers)
 
     def run_api(self, question: str, filters: SearchFilters | None = None, top_k: TopK | None = None,
                 conversation_id: str | None = None) -> Answer:
@@ -167,7 +168,7 @@ class AnswerEndpoint(_Endpoint):
                 text, _ = redact_personal_data(" ".join(_text(earlier.get("content")).split()))
                 if text:
                     queries.append(standalone_query(text, queries))
-            history = (queries, numbers_from_history(messages))
+            history = (queries, numbers_from_history(messages), cited_per_turn_from_history(messages))
         return question, conversation_id, history
 
     def _stream(self, question: str, body: dict, conversation_id: str | None, history: Any) -> Generator:

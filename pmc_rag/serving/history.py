@@ -53,6 +53,8 @@ class ConversationState:
     questions: list[str] = field(default_factory=list)          # standalone queries, oldest first
     numbers: dict[str, int] = field(default_factory=dict)       # source id -> citation number
     cited_chunk_ids: list[str] = field(default_factory=list)    # most recently cited first
+    chunk_papers: dict[str, str] = field(default_factory=dict)  # cited chunk id -> its source id
+    cited_per_turn: list[list[str]] = field(default_factory=list)  # source ids each turn cited, oldest first
 
 
 class ConversationStore:
@@ -101,14 +103,18 @@ class ConversationStore:
             if not connection.execute("SELECT 1 FROM pmc_rag_conversations WHERE id = %s AND owner = %s",
                                       (conversation_id, owner)).fetchone():
                 raise UnknownConversation(conversation_id)
-            state.questions = [row[0] for row in connection.execute(
-                "SELECT standalone_query FROM pmc_rag_turns WHERE conversation_id = %s ORDER BY turn",
-                (conversation_id,))]
+            for query, cited in connection.execute(
+                    "SELECT standalone_query, ARRAY(SELECT r ->> 'source_id' FROM jsonb_array_elements("
+                    "coalesce(answer -> 'references', '[]')) r) FROM pmc_rag_turns WHERE conversation_id = %s "
+                    "ORDER BY turn", (conversation_id,)):
+                state.questions.append(query)
+                state.cited_per_turn.append([c for c in cited if c])
             for source_id, number, chunk_ids in connection.execute(
                     "SELECT source_id, number, chunk_ids FROM pmc_rag_citation_numbers WHERE conversation_id = %s "
                     "ORDER BY number DESC", (conversation_id,)):
                 state.numbers[source_id] = number
                 state.cited_chunk_ids.extend(chunk_ids)
+                state.chunk_papers.update(dict.fromkeys(chunk_ids, source_id))
         return state
 
     def save_turn(self, state: ConversationState, question: str, standalone_query: str,
