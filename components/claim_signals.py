@@ -33,7 +33,7 @@ _NEGATION = re.compile(
 # Negative words that do not negate what the sentence asserts: "whether or not", a subgroup defined by what it
 # lacks ("those who had not received radiotherapy", "with or without").
 _NOT_A_NEGATION = re.compile(
-    r"\b(?:whether or not|or not|with or without|not only|no longer than|no more than|no less than|"
+    r"\b(?:whether or not|or not|with or without|not only(?=.*\bbut\b)|no longer than|no more than|no less than|"
     r"(?:who|which|that) (?:had|have|has|did|do|does|were|was) not \w+|(?:those|patients|people|women|men|children|"
     r"subjects|participants|controls?) (?:without|not \w+ing))\b", re.IGNORECASE)
 # "Yes, ...", "No. ...": the answer's verdict is not part of the claim about the source.
@@ -90,6 +90,22 @@ def is_negated(text: str) -> bool:
     return bool(_NEGATION.search(_NOT_A_NEGATION.sub(" ", text)))
 
 
+# A group described by what it did not do ("patients who had not smoked") is not a negated finding, but the same
+# group with and without the "not" are two different groups.
+_NEGATED_GROUP = re.compile(r"\b(who|which|that) (had|have|has|did|do|does|were|was) not (\w+)", re.IGNORECASE)
+
+
+def negated_group_flip(claim: str, evidence_sentence: str) -> str | None:
+    """A group described with "not" on one side and without it on the other ("who have not chronic conditions"
+    against "who have chronic conditions"): that group, else None."""
+    for negated, plain in ((claim, evidence_sentence), (evidence_sentence, claim)):
+        for match in _NEGATED_GROUP.finditer(negated):
+            group = " ".join(match.groups())
+            if re.search(rf"\b{re.escape(group)}\b", plain, re.IGNORECASE) and not _NEGATED_GROUP.search(plain):
+                return f"{match.group(1)} {match.group(2)} not {match.group(3)}"
+    return None
+
+
 @dataclass(frozen=True)
 class Quantity:
     value: str       # normalised: "1000", "0.5", "45"
@@ -141,17 +157,25 @@ def unmatched_quantities(claim: str, evidence_sentence: str, elsewhere: str = ""
     """
     The claim's quantities that the evidence does not state: the value, with the same unit when both give one.
     Each number of the evidence sentence answers for one number of the claim ("3 of the 3 clinics" is not "1 of
-    the 3 clinics"); a number stated `elsewhere` in the excerpt answers for any.
+    the 3 clinics"); a number stated `elsewhere` in the excerpt answers for any, except a repeat of one the
+    sentence states while another of its numbers is left unmatched (there the claim changed that other number).
     """
-    unused = quantities(evidence_sentence)
+    stated = quantities(evidence_sentence)
     stated_elsewhere = quantities(elsewhere)
+    claimed = quantities(claim)
+    unused = list(stated)
+    repeats = []
     missing = []
-    for quantity in quantities(claim):
+    for quantity in claimed:
         match = next((q for q in unused if _same(q, quantity)), None)
         if match is not None:
             unused.remove(match)
+        elif any(_same(q, quantity) for q in stated):
+            repeats.append(quantity)
         elif not any(_same(q, quantity) for q in stated_elsewhere):
             missing.append(quantity)
+    # "3 of the 3" against "1 of the 3": the second 3 stands where the sentence says 1
+    missing += [q for q in repeats if unused or not any(_same(s, q) for s in stated_elsewhere)]
     return missing
 
 
@@ -170,6 +194,8 @@ def conflicts(claim: str, evidence_sentence: str, evidence: str | None = None) -
     if is_negated(claim) != is_negated(evidence_sentence):
         found.append("negation: the claim is negated, the source is not" if is_negated(claim) else
                      "negation: the source is negated, the claim is not")
+    elif group := negated_group_flip(claim, evidence_sentence):
+        found.append(f"negation: '{group}' on one side only")
     elsewhere = (evidence or "").replace(evidence_sentence, " ")
     missing = unmatched_quantities(claim, evidence_sentence, elsewhere)
     if missing:

@@ -75,8 +75,10 @@ class RelevanceGate:
         :param query_embedding: The question's embedding: for `max_gap`, the similarity of excerpts the semantic
             retriever did not return (found by BM25) is computed from their embeddings.
         :param unknown_words: The question's words that no indexed chunk contains (`PgvectorBM25Retriever`).
-        :param topic_question: In a conversation, for a follow-up: the topic question, already answered; its words
-            do not count as unknown again (the follow-up carries them along).
+        :param topic_question: In a conversation, for a follow-up answered from its topic's papers: the topic
+            question, already answered. Its words do not count as unknown again (the follow-up carries them along),
+            and `max_gap` holds nothing back: every excerpt comes from the papers under discussion, and the one
+            with the detail asked for ("How many patients took part?") is seldom the closest to the question.
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
             words.
@@ -88,7 +90,7 @@ class RelevanceGate:
             if self.min_similarity_with_unknown_words is not None else []
         needed = max(self.min_similarity, self.min_similarity_with_unknown_words) if unknown else self.min_similarity
         if documents and best is not None and best >= needed:
-            if self.max_gap is None:
+            if self.max_gap is None or topic_question:
                 return {"documents": documents}
             known = {d.id: d.score for d in scored}
             kept = [d for d in documents

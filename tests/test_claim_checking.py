@@ -72,8 +72,20 @@ def test_signal_details():
     # Each number of the source answers for one of the claim's: "3 of the 3" is not "1 of the 3".
     assert conflicts("Women at 3 of the 3 clinics adhered less.", "Women at 1 of the 3 clinics adhered less.") == \
         ["numbers: the source does not state 3"]
+    # ... even when the excerpt states the 3 again elsewhere: the sentence's 1 is left unanswered
+    assert conflicts("Women at 3 of the 3 clinics adhered less.", "Women at 1 of the 3 clinics adhered less.",
+                     "Women at 1 of the 3 clinics adhered less. The 3 clinics were urban.") == \
+        ["numbers: the source does not state 3"]
     # A number stated elsewhere in the excerpt counts as stated.
     assert conflicts("Rash affected 83% of patients.", "Rash was common.", ERLOTINIB) == []
+    assert conflicts("At 3 clinics visits rose over 3 months.", "At 3 clinics visits rose.",
+                     "At 3 clinics visits rose. Follow-up lasted 3 months.") == []
+    # "not only" is a negation unless a "but" follows; a group with "not" is another group than without it
+    assert conflicts("The correlation was not only moderate.", "The correlation was only moderate.")
+    assert conflicts("X was not only safe but also effective.", "X was safe and effective.") == []
+    assert conflicts("Beneficiaries who have not chronic conditions cost more.",
+                     "Beneficiaries who have chronic conditions cost more.") == \
+        ["negation: 'who have not chronic' on one side only"]
     # Only the words the two do not share are compared for direction.
     assert conflicts("X elevated violence and improved care.", "X reduced violence and improved care.")
     assert negate("Erlotinib was effective.") == "Erlotinib was not effective."
