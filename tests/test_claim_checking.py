@@ -185,6 +185,17 @@ def test_quotations_replace_the_answer_only_when_nothing_survives():
     assert "did not prolong" not in answer["answer"]
 
 
+def test_quotations_come_only_from_papers_as_close_to_the_question_as_the_first():
+    on_subject = Document(id="c3", content="Erlotinib gave longer progression-free survival than gefitinib in "
+                          "EGFR-mutant lung cancer in a second trial.", meta={"source_id": "PMC3"})
+    builder = CitedAnswerBuilder()
+    question = "Does erlotinib prolong progression-free survival in EGFR-mutant lung cancer?"
+    quoted = builder.run(question=question, documents=[*EXCERPTS, on_subject], claims=[])["answer"]
+    assert quoted["flags"]["extractive_fallback"]
+    # the metformin excerpt shares no word with the question; the second erlotinib trial shares as many as the first
+    assert [r["source_id"] for r in quoted["references"]] == ["PMC4816447", "PMC3"]
+
+
 # --- stronger judges, swapped in ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
