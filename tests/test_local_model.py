@@ -298,9 +298,13 @@ def test_a_hung_ollama_costs_one_timeout_not_one_per_question(folder, monkeypatc
         pipeline = load_declared_pipeline(rag_variant(folder, "rag_hung_ollama", short_ollama_timeout))
         pipeline.warm_up()
         answers = [answer_question(pipeline, question) for question in (
-            QUESTION, "Does erlotinib cause rash?", "Is erlotinib better than chemotherapy for EGFR-mutant NSCLC?")]
+            # (each answerable from the indexed text; the erlotinib paper says "rash" only in a table, which is not
+            # indexed, so the relevance gate refuses "Does erlotinib cause rash?")
+            QUESTION, "Does erlotinib prolong progression-free survival?",
+            "Is erlotinib better than chemotherapy for EGFR-mutant NSCLC?")]
     assert len(ollama.requests) == 1  # asked once; the two later questions skipped it
-    assert all(a["model"] == MODEL and a["failed_generators"] == ["OllamaChatGenerator"] for a in answers)
+    assert all(a["model"] == MODEL and a["failed_generators"] == ["OllamaChatGenerator"] for a in answers), [
+        (a["model"], a["failed_generators"], a["flags"].get("not_answered")) for a in answers]
     assert "did not answer (not reachable" in " ".join(answers[0]["notes"])
     assert "skipped: it timed out on a recent question" in " ".join(answers[1]["notes"])
 

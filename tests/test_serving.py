@@ -602,6 +602,9 @@ def test_a_short_question_naming_something_new_starts_a_new_topic():
     assert standalone_query("What is the capital of France?", topic) == "What is the capital of France?"
     assert standalone_query("Is Paris safe?", topic) == "Is Paris safe?"
     assert standalone_query("Can dogs eat chocolate safely?", topic) == "Can dogs eat chocolate safely?"
+    assert standalone_query("Does aspirin prevent stroke?", topic) == "Does aspirin prevent stroke?"
+    assert is_follow_up(standalone_query("How long was progression-free survival?", topic))  # a detail of the study
+    assert is_follow_up(standalone_query("Which brain regions were affected?", topic))
 
 
 def test_the_topic_papers_are_those_cited_since_the_topic_question():

@@ -2,9 +2,10 @@
 
 Follow-up questions ("what about its side effects?") are made standalone by *carrying the conversation's topic
 along*: a question that refers back (a pronoun such as "it" or "they", "what about", "the drug", "which one"),
-that has fewer than six content words one of which it shares with the topic, or that has fewer than four and
-names nothing new (no capitalised word after the first: "Which brain regions were affected?" continues, "What is
-the capital of France?" does not) is sent to retrieval and to the model as `"<question> (follow-up to: <topic>)"`,
+that has fewer than six content words one of which it shares with the topic, or that names nothing new (no
+capitalised word after the first) and either has fewer than three content words or asks for a detail of the
+study in fewer than six ("How long was progression-free survival?", "Which brain regions were affected?"; but
+not "What is the capital of France?" or "Does aspirin prevent stroke?") is sent to retrieval and to the model as `"<question> (follow-up to: <topic>)"`,
 where the topic is the last question that did not refer back, the one that says what "it" is. A follow-up to a
 follow-up keeps that topic: after "Is erlotinib effective?" and "What about its side effects?", "Does it prolong
 survival?" is about erlotinib, not about "its side effects". This is deterministic and costs nothing, unlike
@@ -31,6 +32,10 @@ _REFERS_BACK = re.compile(
     r"as well|compared (?:to|with) (?:that|this|it)|which one|the other|either|both)\b", re.IGNORECASE)
 _FOLLOW_UP_LABEL = " (follow-up to: "
 _NAMES_SOMETHING = re.compile(r"(?<=\s)[A-Z]")  # a capitalised word after the first: a name, a new subject
+# How a question about the study under discussion starts ("How long was progression-free survival?"); a new
+# subject is usually asked as "Does aspirin prevent stroke?".
+_ASKS_FOR_A_DETAIL = re.compile(r"\s*(?:how (?:many|much|long|often|large|was|were|did)|which|what (?:was|were)|"
+                                r"were there|was there|did|who)\b", re.IGNORECASE)
 
 
 def standalone_query(question: str, previous_queries: list[str]) -> str:
@@ -41,7 +46,8 @@ def standalone_query(question: str, previous_queries: list[str]) -> str:
     words = content_words(question)
     # A short question sharing a word with the topic ("How was dynamic stability measured?") continues it too.
     continues = (len(words) < 6 and bool(words & content_words(topic))) or (
-        len(words) < 4 and not _NAMES_SOMETHING.search(question))
+        not _NAMES_SOMETHING.search(question) and (len(words) < 3 or (len(words) < 6 and _ASKS_FOR_A_DETAIL.match(
+            question))))
     if not _REFERS_BACK.search(question) and not continues:
         return question
     return f"{question}{_FOLLOW_UP_LABEL}{topic})"
