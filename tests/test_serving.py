@@ -356,7 +356,11 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
     config["server"].update(max_running_answers=1, max_queued_answers=1, max_queue_wait_s=120)
     path = serve_config.parent / "hayhooks_queue.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    questions = ["Does erlotinib cause rash?", "Is gefitinib effective in EGFR-mutant NSCLC?",
+    # Each must reach the model: a question the relevance gate refuses frees its slot at once, and the streamed
+    # question below would then be served instead of refused. (The erlotinib paper says "rash" only in a table,
+    # which is not indexed, so "Does erlotinib cause rash?" is refused in a few hundred milliseconds.)
+    questions = ["Does erlotinib prolong progression-free survival?",
+                 "Is erlotinib better than chemotherapy for EGFR-mutant NSCLC?",
                  "Does smoking affect EGFR mutations?", "What is the response rate to erlotinib?"]
     with TestClient(build_app(load_serve_config(path))) as client:
         assert client.post("/rag/run", json={"question": QUESTION}).status_code == 200  # now in the cache
@@ -376,6 +380,7 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
     assert sorted(r.status_code for r in responses) == [200, 200, 503, 503]
     refused = [r for r in responses if r.status_code == 503]
     assert all(int(r.headers["retry-after"]) >= 1 and "busy" in r.json()["detail"] for r in refused)
+    assert not any(r.json()["result"]["flags"].get("not_answered") for r in responses if r.status_code == 200)
     assert stream_refused.status_code == 503 and stream_refused.headers["retry-after"]
 
 
