@@ -103,6 +103,10 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--conversations", nargs="?", const="default", default=None, metavar="FILE",
                           help="instead of single questions, run multi-turn conversations (default: "
                                "evaluation/datasets/conversations.json): off-topic citations and 'not answered'")
+    evaluate.add_argument("--unanswerable", nargs="?", const="default", default=None, metavar="FILE",
+                          help="instead of answering, check the relevance gate: how often it says 'not answered' to "
+                               "questions the corpus cannot answer (default: evaluation/datasets/"
+                               "unanswerable_questions.json) and to the answerable --questions (--limit applies)")
     evaluate.add_argument("--out", default=None, metavar="DIR",
                           help="where results.json, chart.png and table.md go (default: .pmc-rag/eval/<time>/)")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -273,6 +277,27 @@ def _eval_conversations(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_unanswerable(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from pmc_rag.evaluation.questions import load_questions
+    from pmc_rag.evaluation.relevance import relevance_markdown, run_relevance
+    from pmc_rag.paths import DEV_QUESTIONS, UNANSWERABLE, home
+
+    path = UNANSWERABLE if args.unanswerable == "default" else Path(args.unanswerable)
+    answerable = load_questions(args.questions or DEV_QUESTIONS)[:args.limit]
+    report = run_relevance(args.pipelines or ["rag"], path, answerable, progress=not args.no_progress)
+    out = Path(args.out) if args.out else home() / "eval" / time.strftime("unanswerable-%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    table = relevance_markdown(report)
+    (out / "table.md").write_text(table + "\n", encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(table)
+    print(f"\nRecords: {out / 'results.json'}")
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     import logging
     import time
@@ -295,6 +320,8 @@ def _eval(args: argparse.Namespace) -> int:
         judge = FaithfulnessJudge(args.judge_model)
     if args.conversations:
         return _eval_conversations(args)
+    if args.unanswerable:
+        return _eval_unanswerable(args)
     adversaries = args.adversary
     if adversaries:
         from pmc_rag.evaluation.adversaries import ATTACKS

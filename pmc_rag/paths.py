@@ -20,6 +20,7 @@ PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 SAMPLE_CORPUS_DIR = PROJECT_ROOT / "corpus"
 DEV_QUESTIONS = PROJECT_ROOT / "evaluation" / "datasets" / "pubmedqa_dev_questions.json"
 CONVERSATIONS = PROJECT_ROOT / "evaluation" / "datasets" / "conversations.json"
+UNANSWERABLE = PROJECT_ROOT / "evaluation" / "datasets" / "unanswerable_questions.json"
 
 
 def home() -> Path:

@@ -270,3 +270,33 @@ def test_adversaries_replace_the_model_and_the_table_shows_what_got_through(eval
     assert report["meta"]["adversaries"] == ["negate", "misattribute"]
     assert report["meta"]["claim_judge"]["type"].endswith("LexicalSupportJudge")
     assert "| rag+negate |" in markdown(report) and "citation precision" in markdown(report)
+
+
+def test_unanswerable_check_counts_refusals_per_set_without_asking_a_model(eval_table, tmp_path):
+    from pmc_rag.evaluation.questions import Question
+    from pmc_rag.evaluation.relevance import relevance_markdown, run_relevance
+
+    table, folder = eval_table
+    unanswerable = tmp_path / "unanswerable.json"
+    unanswerable.write_text(json.dumps({"questions": [
+        {"question": "How do I bake sourdough bread?", "set": "tuning", "kind": "off_domain"},
+        {"question": "Does lecanemab slow cognitive decline in early Alzheimer's disease?", "set": "held_out"}]}))
+    answerable = [Question("Is first-line erlotinib effective in EGFR-mutant lung cancer?", ["PMC4816447"])]
+    report = run_relevance([pipeline_file_for("rag", table, folder)], unanswerable, answerable, progress=False)
+
+    rag = report["pipelines"]["rag"]
+    assert rag["summary"]["tuning"] == {"questions": 1, "refused": 1}
+    assert rag["summary"]["tuning (off_domain)"] == {"questions": 1, "refused": 1}
+    assert rag["summary"]["held_out"] == {"questions": 1, "refused": 1}
+    assert rag["summary"]["answerable"] == {"questions": 1, "refused": 0}
+    lecanemab = rag["records"][1]
+    assert "No model was asked" in lecanemab["why"] and lecanemab["best_similarity"] < 0.5
+    assert rag["records"][2]["why"] is None and rag["records"][2]["best_similarity"] > 0.5
+    assert "| rag | held_out | 1 | 1 | 100% |" in relevance_markdown(report)
+    with pytest.raises(ValueError, match="needs a `question` and a `set`"):
+        run_relevance(["rag"], _written(tmp_path / "bad.json", {"questions": [{"question": "Why?"}]}), [])
+
+
+def _written(path, data):
+    path.write_text(json.dumps(data))
+    return path
