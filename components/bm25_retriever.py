@@ -48,16 +48,21 @@ LIMIT %s
 
 # The question's words that no indexed chunk contains: a word is unknown when none of its lexemes is indexed (a
 # hyphenated word such as "treatment-resistant" is known when its parts are). Stop words have no lexemes.
-_UNKNOWN_WORDS = """
-SELECT word FROM (
+# Each question word with the share of chunks containing it (0: none does), in the question's order. A stemmed
+# word can give several lexemes (a hyphenated word gives itself and its parts): it counts as known if any is, and
+# as common as its most common one. Stop words give no lexeme and are left out.
+_WORD_SHARES = """
+SELECT words.word, COALESCE(max(t.df), 0)::float8 / greatest(max(s.doc_count), 1) AS share
+FROM (
     SELECT DISTINCT ON (lower(word)) word, ord
     FROM regexp_split_to_table(%s, '[^[:alnum:]-]+') WITH ORDINALITY AS w(word, ord)
     WHERE word <> '' ORDER BY lower(word), ord
 ) words
-WHERE EXISTS (SELECT 1 FROM unnest(to_tsvector({language}::regconfig, word)))
-  AND NOT EXISTS (SELECT 1 FROM unnest(to_tsvector({language}::regconfig, word)) lexemes
-                  JOIN {terms} t ON t.term = lexemes.lexeme WHERE t.df > 0)
-ORDER BY ord
+CROSS JOIN LATERAL unnest(to_tsvector({language}::regconfig, words.word)) lexemes
+LEFT JOIN {terms} t ON t.term = lexemes.lexeme AND t.df > 0
+CROSS JOIN {stats} s
+GROUP BY words.word, words.ord
+ORDER BY words.ord
 """
 
 
@@ -161,7 +166,7 @@ class PgvectorBM25Retriever:
             self._connection.close()
             self._connection = None
 
-    @component.output_types(documents=list[Document], unknown_words=list[str])
+    @component.output_types(documents=list[Document], unknown_words=list[str], word_shares=dict[str, float])
     def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None) -> dict[str, Any]:
         """
         :param query: The question, in plain words.
@@ -169,7 +174,8 @@ class PgvectorBM25Retriever:
         :param top_k: How many chunks to return (defaults to the init value).
         :returns: `documents`: chunks by descending BM25 score (in `Document.score`); `unknown_words`: the
             query's words that no indexed chunk contains (filters aside), in the query's order: a question about
-            something the corpus never mentions (`RelevanceGate` reads them).
+            something the corpus never mentions (`RelevanceGate` reads them); `word_shares`: each of the query's
+            words (stop words aside) with the share of indexed chunks that contain it, 0 to 1: how specific it is.
         """
         self.warm_up()
         filters = apply_filter_policy(self.filter_policy, self.filters, filters)
@@ -183,15 +189,17 @@ class PgvectorBM25Retriever:
             embedding=sql.SQL("chunks.embedding" if self.return_embedding else "NULL::vector"))
         params = (query, self.max_query_terms, self.k1, self.b, self.b, *where_params, top_k or self.top_k)
 
-        unknown = self.tables.format(_UNKNOWN_WORDS)
+        shares = self.tables.format(_WORD_SHARES)
 
-        def search(connection: psycopg.Connection) -> tuple[list[dict[str, Any]], list[str]]:
+        def search(connection: psycopg.Connection) -> tuple[list[dict[str, Any]], dict[str, float]]:
             with connection.cursor(row_factory=dict_row) as cursor:
                 rows = cursor.execute(statement, params).fetchall()
-                return rows, [row["word"] for row in cursor.execute(unknown, (query,)).fetchall()]
+                return rows, {row["word"]: row["share"] for row in cursor.execute(shares, (query,)).fetchall()}
 
-        rows, unknown_words = run_reconnecting(lambda: self._connection, self._reconnect, search)
-        return {"documents": [_to_document(row) for row in rows], "unknown_words": unknown_words}
+        rows, word_shares = run_reconnecting(lambda: self._connection, self._reconnect, search)
+        return {"documents": [_to_document(row) for row in rows],
+                "unknown_words": [word for word, share in word_shares.items() if share == 0],
+                "word_shares": word_shares}
 
     def _reconnect(self) -> None:
         self.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import snowballstemmer
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import canonical_id
@@ -26,6 +27,11 @@ class RelevanceGate:
     the rest of the question, not what it asks about. The reply names the unknown words, so a misspelling can be
     put right.
 
+    Likewise a question whose specific words (in at most `specific_word_max_share` of the chunks, by the BM25
+    retriever's `word_shares`) are missing from every excerpt let through ("Is deep brain stimulation effective for
+    treatment-resistant depression?", answered by excerpts on depression that never mention stimulation) needs
+    `min_similarity_with_absent_words`: the excerpts are about part of the question only.
+
     Usage:
     ```python
     gate = RelevanceGate(min_similarity=0.5)
@@ -36,7 +42,8 @@ class RelevanceGate:
     """
 
     def __init__(self, *, min_similarity: float = 0.5, max_gap: float | None = None, closest_papers: int = 3,
-                 min_similarity_with_unknown_words: float | None = None):
+                 min_similarity_with_unknown_words: float | None = None,
+                 min_similarity_with_absent_words: float | None = None, specific_word_max_share: float = 0.01):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -45,21 +52,29 @@ class RelevanceGate:
             match's is held back too (an excerpt whose similarity is unknown is kept): papers on other subjects
             that retrieval filled the list with cannot be cited then.
         :param closest_papers: How many of the closest papers a "not answered" reply lists.
+        :param min_similarity_with_absent_words: The least similarity instead, when some of the question's specific
+            words are in none of the excerpts let through; None: absent words change nothing.
+        :param specific_word_max_share: A word is specific when at most this share of the chunks contain it.
         """
-        strict = min_similarity_with_unknown_words
-        if not -1 <= min_similarity <= 1 or closest_papers < 0 or (max_gap is not None and max_gap < 0) or (
-                strict is not None and not -1 <= strict <= 1):
-            raise ValueError("min_similarity and min_similarity_with_unknown_words must be between -1 and 1, "
-                             "max_gap and closest_papers 0 or more")
+        thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words)
+        if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or (
+                max_gap is not None and max_gap < 0) or not 0 <= specific_word_max_share <= 1:
+            raise ValueError("min_similarity, min_similarity_with_unknown_words and min_similarity_with_absent_words "
+                             "must be between -1 and 1, specific_word_max_share between 0 and 1, max_gap and "
+                             "closest_papers 0 or more")
         self.min_similarity = min_similarity
-        self.min_similarity_with_unknown_words = strict
+        self.min_similarity_with_unknown_words = min_similarity_with_unknown_words
+        self.min_similarity_with_absent_words = min_similarity_with_absent_words
+        self.specific_word_max_share = specific_word_max_share
         self.max_gap = max_gap
         self.closest_papers = closest_papers
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, min_similarity=self.min_similarity, max_gap=self.max_gap,
                                closest_papers=self.closest_papers,
-                               min_similarity_with_unknown_words=self.min_similarity_with_unknown_words)
+                               min_similarity_with_unknown_words=self.min_similarity_with_unknown_words,
+                               min_similarity_with_absent_words=self.min_similarity_with_absent_words,
+                               specific_word_max_share=self.specific_word_max_share)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
@@ -68,7 +83,7 @@ class RelevanceGate:
     @component.output_types(documents=list[Document], unanswered=list[Document], why_unanswered=str)
     def run(self, documents: list[Document], scored: list[Document] | None = None,
             query_embedding: list[float] | None = None, unknown_words: list[str] | None = None,
-            topic_question: str | None = None) -> dict[str, Any]:
+            topic_question: str | None = None, word_shares: dict[str, float] | None = None) -> dict[str, Any]:
         """
         :param documents: The excerpts chosen for the prompt.
         :param scored: The semantic retriever's results, with their similarity scores.
@@ -79,6 +94,7 @@ class RelevanceGate:
             question, already answered. Its words do not count as unknown again (the follow-up carries them along),
             and `max_gap` holds nothing back: every excerpt comes from the papers under discussion, and the one
             with the detail asked for ("How many patients took part?") is seldom the closest to the question.
+        :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`).
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
             words.
@@ -89,14 +105,18 @@ class RelevanceGate:
         unknown = [w for w in unknown_words or [] if w.strip() and w.lower() not in asked] \
             if self.min_similarity_with_unknown_words is not None else []
         needed = max(self.min_similarity, self.min_similarity_with_unknown_words) if unknown else self.min_similarity
+        absent: list[str] = []
         if documents and best is not None and best >= needed:
-            if self.max_gap is None or topic_question:
-                return {"documents": documents}
-            known = {d.id: d.score for d in scored}
-            kept = [d for d in documents
-                    if (similarity := known.get(d.id, _cosine(query_embedding, d.embedding))) is None
-                    or similarity >= best - self.max_gap]
-            return {"documents": kept or documents}
+            kept = documents
+            if self.max_gap is not None and not topic_question:
+                known = {d.id: d.score for d in scored}
+                kept = [d for d in documents
+                        if (similarity := known.get(d.id, _cosine(query_embedding, d.embedding))) is None
+                        or similarity >= best - self.max_gap] or documents
+            if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
+                absent = self._absent_words(word_shares or {}, kept, asked)
+            if not absent:
+                return {"documents": kept}
         closest, seen = [], set()
         for document in sorted(scored, key=lambda d: -d.score):
             source_id = canonical_id(str(document.meta.get("source_id", "")))
@@ -107,9 +127,26 @@ class RelevanceGate:
         if unknown and best is not None and best >= self.min_similarity:
             why = (f"No indexed paper contains {_quoted(unknown)}, and no passage is close enough to the rest of the "
                    "question to answer it (check the spelling, or ask with another name for it).")
+        elif absent:
+            why = (f"None of the closest passages mentions {_quoted(absent)}: they match only part of the question, "
+                   "and none is close enough to the whole of it to answer it.")
         else:
             why = "No indexed passage is close enough to the question to answer it."
         return {"unanswered": closest, "why_unanswered": why}
+
+
+    def _absent_words(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
+        """The question's specific words (a follow-up's topic question's aside) that no excerpt contains, stemmed."""
+        specific = [w for w, share in word_shares.items()
+                    if share <= self.specific_word_max_share and w.lower() not in asked]
+        if not specific:
+            return []
+        stems = set(_STEMMER.stemWords(_WORD.findall(" ".join(d.content or "" for d in excerpts).lower())))
+        return [w for w in specific if not all(_STEMMER.stemWord(part) in stems for part in _WORD.findall(w.lower()))]
+
+
+_STEMMER = snowballstemmer.stemmer("english")  # the Snowball stemmer of PostgreSQL's `english` configuration
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 def _quoted(words: list[str]) -> str:

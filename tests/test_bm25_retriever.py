@@ -96,6 +96,12 @@ def test_words_no_chunk_contains_are_reported_in_the_question_s_order(pubmedqa_r
     assert pubmedqa_retriever.run(query="mitochondria in lace plant leaves")["unknown_words"] == []
 
 
+def test_each_question_word_comes_with_the_share_of_chunks_that_contain_it(pubmedqa_retriever):
+    shares = pubmedqa_retriever.run(query="Do the patients' lace plant leaves have xyzzyplugh?")["word_shares"]
+    assert list(shares) == ["patients", "lace", "plant", "leaves", "xyzzyplugh"]  # stop words have no share
+    assert shares["xyzzyplugh"] == 0 and 0 < shares["lace"] <= shares["plant"] < shares["patients"] < 1
+
+
 def test_long_questions_and_sql_in_the_text_are_harmless(pubmedqa_retriever):
     long_question = " ".join(["intubation helicopter airway"] * 2000) + " lace plant mitochondria"
     assert pubmedqa_retriever.run(query=long_question)["documents"]

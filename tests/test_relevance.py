@@ -67,3 +67,28 @@ def test_a_follow_up_from_its_topic_s_papers_keeps_excerpts_far_below_the_best()
     assert [d.score for d in gate.run(documents=excerpts, scored=excerpts)["documents"]] == [0.8]
     kept = gate.run(documents=excerpts, scored=excerpts, topic_question="Is erlotinib effective?")["documents"]
     assert [d.score for d in kept] == [0.8, 0.6]
+
+
+def test_a_question_whose_specific_words_no_excerpt_mentions_needs_a_closer_match():
+    gate = RelevanceGate(min_similarity=0.5, min_similarity_with_absent_words=0.65, specific_word_max_share=0.01)
+    about_depression = [Document(id="d1", content="Acupuncture and counselling reduced depressive symptoms.",
+                                 score=0.59, meta={"source_id": "PMC9", "title": "Acupuncture for depression"})]
+    shares = {"deep": 0.004, "brain": 0.02, "stimulation": 0.003, "effective": 0.05, "treatment-resistant": 0.006,
+              "depression": 0.008}
+    held = gate.run(documents=about_depression, scored=about_depression, word_shares=shares)
+    assert "documents" not in held and held["unanswered"][0].meta["source_id"] == "PMC9"
+    # "brain" and "effective" are too common to count; "depression" is there as "depressive" (stemmed)
+    assert held["why_unanswered"].startswith(
+        "None of the closest passages mentions 'deep', 'stimulation' or 'treatment-resistant'")
+    mentioned = [Document(id="d2", content="Deep brain stimulation relieved treatment-resistant depression.",
+                          score=0.59, meta={"source_id": "PMC8"})]
+    assert gate.run(documents=mentioned, scored=mentioned, word_shares=shares) == {"documents": mentioned}
+    close = [Document(id="d3", content=about_depression[0].content, score=0.7, meta={"source_id": "PMC9"})]
+    assert gate.run(documents=close, scored=close, word_shares=shares) == {"documents": close}  # close enough
+    # a follow-up's topic words were accepted when the topic question was answered
+    assert gate.run(documents=about_depression, scored=about_depression, word_shares=shares,
+                    topic_question="Is deep brain stimulation used for treatment-resistant depression?") == {
+        "documents": about_depression}
+    assert RelevanceGate(min_similarity=0.5).run(documents=about_depression, scored=about_depression,
+                                                 word_shares=shares) == {"documents": about_depression}
+    assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
