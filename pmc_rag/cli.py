@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from pmc_rag.environment import configure_environment
 
@@ -259,38 +260,34 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def _eval_conversations(args: argparse.Namespace) -> int:
-    import json
-    import time
-
     from pmc_rag.evaluation.conversations import conversations_markdown, run_conversations
-    from pmc_rag.paths import CONVERSATIONS, home
+    from pmc_rag.paths import CONVERSATIONS
 
     path = CONVERSATIONS if args.conversations == "default" else Path(args.conversations)
     report = run_conversations(args.pipelines or ["rag"], path, progress=not args.no_progress)
-    out = Path(args.out) if args.out else home() / "eval" / time.strftime("conversations-%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
-    table = conversations_markdown(report)
-    (out / "table.md").write_text(table + "\n", encoding="utf-8")
-    (out / "results.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
-    print(table)
-    print(f"\nRecords: {out / 'results.json'}")
-    return 0
+    return _write_side_report(args, "conversations", report, conversations_markdown(report))
 
 
 def _eval_unanswerable(args: argparse.Namespace) -> int:
-    import json
-    import time
-
     from pmc_rag.evaluation.questions import load_questions
     from pmc_rag.evaluation.relevance import relevance_markdown, run_relevance
-    from pmc_rag.paths import DEV_QUESTIONS, UNANSWERABLE, home
+    from pmc_rag.paths import DEV_QUESTIONS, UNANSWERABLE
 
     path = UNANSWERABLE if args.unanswerable == "default" else Path(args.unanswerable)
     answerable = load_questions(args.questions or DEV_QUESTIONS)[:args.limit]
     report = run_relevance(args.pipelines or ["rag"], path, answerable, progress=not args.no_progress)
-    out = Path(args.out) if args.out else home() / "eval" / time.strftime("unanswerable-%Y%m%d-%H%M%S")
+    return _write_side_report(args, "unanswerable", report, relevance_markdown(report))
+
+
+def _write_side_report(args: argparse.Namespace, kind: str, report: dict[str, Any], table: str) -> int:
+    """Write table.md and results.json to --out (default .pmc-rag/eval/<kind>-<time>/) and print the table."""
+    import json
+    import time
+
+    from pmc_rag.paths import home
+
+    out = Path(args.out) if args.out else home() / "eval" / time.strftime(f"{kind}-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
-    table = relevance_markdown(report)
     (out / "table.md").write_text(table + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     print(table)
