@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import snowballstemmer
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pmc_rag.components.citations import canonical_id
+from pmc_rag.components.citations import canonical_id, content_words
 
 
 @component
@@ -141,12 +140,8 @@ class RelevanceGate:
                     if share <= self.specific_word_max_share and w.lower() not in asked]
         if not specific:
             return []
-        stems = set(_STEMMER.stemWords(_WORD.findall(" ".join(d.content or "" for d in excerpts).lower())))
-        return [w for w in specific if not all(_STEMMER.stemWord(part) in stems for part in _WORD.findall(w.lower()))]
-
-
-_STEMMER = snowballstemmer.stemmer("english")  # the Snowball stemmer of PostgreSQL's `english` configuration
-_WORD = re.compile(r"[a-z0-9]+")
+        stems = content_words(" ".join(d.content or "" for d in excerpts))
+        return [w for w in specific if not content_words(w) <= stems]
 
 
 def _quoted(words: list[str]) -> str:
