@@ -130,8 +130,26 @@ def _normalise_unit(raw: str | None) -> str | None:
 
 def quantities(text: str) -> list[Quantity]:
     """The numbers a text states, with the unit written after each ("45%", "2.5 mg", "twelve" is not counted)."""
+    return [quantity for quantity, _ in _quantities_in_place(text)]
+
+
+def _quantities_in_place(text: str) -> list[tuple[Quantity, tuple[str, str]]]:
+    """Each quantity with the words just before and after it ("" at either end of the text)."""
     text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).lower()], text)
-    return [Quantity(_normalise_value(m.group(1)), _normalise_unit(m.group(2))) for m in _NUMBER.finditer(text)]
+    found = []
+    for match in _NUMBER.finditer(text):
+        before = _TOKEN.findall(text[:match.start()])
+        after = _TOKEN.findall(text[match.end():])
+        found.append((Quantity(_normalise_value(match.group(1)), _normalise_unit(match.group(2))),
+                      (before[-1].lower() if before else "", after[0].lower() if after else "")))
+    return found
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+# Words that sit beside numbers of every kind ("1 to 4", "3 of 5"): sharing one says nothing of which number
+# a claim's number stands for. Sharing both neighbours, or a word like "Patient" or "morbidity", does.
+_CONNECTIVES = {"to", "and", "of", "in", "with", "vs", "versus", "or", "than", "the", "a", "at", "by", "for", "from",
+                "between", "was", "were", "is", "are", "on", "after", "per", "mg", "p"}
 
 
 def directions(text: str) -> set[str]:
@@ -157,26 +175,35 @@ def unmatched_quantities(claim: str, evidence_sentence: str, elsewhere: str = ""
     """
     The claim's quantities that the evidence does not state: the value, with the same unit when both give one.
     Each number of the evidence sentence answers for one number of the claim ("3 of the 3 clinics" is not "1 of
-    the 3 clinics"); a number stated `elsewhere` in the excerpt answers for any, except a repeat of one the
-    sentence states while another of its numbers is left unmatched (there the claim changed that other number).
+    the 3 clinics"). A number stated `elsewhere` in the excerpt answers for any, except where the claim's number
+    takes the place of one the sentence states and the claim leaves out: "in Patient 3" against "in Patient 1"
+    (while another sentence mentions three patients), "between 3 and 16 years" against "between 1 and 16".
     """
-    stated = quantities(evidence_sentence)
+    stated = _quantities_in_place(evidence_sentence)
     stated_elsewhere = quantities(elsewhere)
-    claimed = quantities(claim)
     unused = list(stated)
-    repeats = []
-    missing = []
-    for quantity in claimed:
-        match = next((q for q in unused if _same(q, quantity)), None)
+    unmatched = []
+    for quantity, place in _quantities_in_place(claim):
+        match = next((s for s in unused if _same(s[0], quantity)), None)
         if match is not None:
             unused.remove(match)
-        elif any(_same(q, quantity) for q in stated):
-            repeats.append(quantity)
-        elif not any(_same(q, quantity) for q in stated_elsewhere):
+        else:
+            unmatched.append((quantity, place))
+    missing = []
+    for quantity, place in unmatched:
+        in_sentence = any(_same(q, quantity) for q, _ in stated)
+        replaced = any(_takes_place_of(place, other) for _, other in unused)
+        if not any(_same(q, quantity) for q in stated_elsewhere) or replaced or (in_sentence and unused):
+            # "3 of the 3" against "1 of the 3": the second 3 stands where the sentence says 1
             missing.append(quantity)
-    # "3 of the 3" against "1 of the 3": the second 3 stands where the sentence says 1
-    missing += [q for q in repeats if unused or not any(_same(s, q) for s in stated_elsewhere)]
     return missing
+
+
+def _takes_place_of(claimed: tuple[str, str], stated: tuple[str, str]) -> bool:
+    """Whether a claimed number stands where the sentence has another: the same word on both sides of it, or
+    the same word on one side that is not a connective."""
+    same = [c for c, s in zip(claimed, stated) if c and c == s]
+    return len(same) == 2 or any(word not in _CONNECTIVES for word in same)
 
 
 def _same(stated: Quantity, claimed: Quantity) -> bool:

@@ -76,6 +76,19 @@ def test_signal_details():
     assert conflicts("Women at 3 of the 3 clinics adhered less.", "Women at 1 of the 3 clinics adhered less.",
                      "Women at 1 of the 3 clinics adhered less. The 3 clinics were urban.") == \
         ["numbers: the source does not state 3"]
+    # ... and a number stated elsewhere does not answer for one standing where the sentence has another
+    # (changed numbers that got through on the dev questions: 1 -> 3 with "three" elsewhere in each excerpt)
+    assert conflicts("Biopsied samples showed inflammatory changes in Patient 3.",
+                     "Biopsied samples showed inflammatory changes in Patient 1.",
+                     "Biopsied samples showed inflammatory changes in Patient 1. Two of the three patients were at "
+                     "risk.") == ["numbers: the source does not state 3"]
+    assert conflicts("Children aged between 3 and 16 years were randomised to atropine or placebo.",
+                     "Children aged between 1 and 16 years were randomised to atropine or placebo.",
+                     "Children aged between 1 and 16 years were randomised to atropine or placebo. Scores were "
+                     "obtained three to five days after the procedure.") == ["numbers: the source does not state 3"]
+    # Sharing only a connective ("in") with a number the sentence leaves unused is not standing in its place.
+    assert conflicts("Mortality was 12% in group A and 15% in group B.", "Mortality was 12% at 30 days in group A.",
+                     "Mortality was 12% at 30 days in group A. Group B had 15%.") == []
     # A number stated elsewhere in the excerpt counts as stated.
     assert conflicts("Rash affected 83% of patients.", "Rash was common.", ERLOTINIB) == []
     assert conflicts("At 3 clinics visits rose over 3 months.", "At 3 clinics visits rose.",
