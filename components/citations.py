@@ -181,3 +181,9 @@ def by_paper(documents: list[Document], source_id_field: str = "source_id") -> d
     for document in documents:
         grouped.setdefault(canonical_id(str(document.meta.get(source_id_field, ""))), []).append(document)
     return grouped
+
+
+def quoted_words(words: list[str]) -> str:
+    """"'a'", "'a' or 'b'", "'a', 'b' or 'c'": words named in a reply."""
+    quoted = [f"'{w}'" for w in words]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]

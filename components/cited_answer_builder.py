@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer
-from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words
+from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.section_chunker import split_sentences
 
 
@@ -33,6 +33,11 @@ class CitedAnswerBuilder:
     When no claim reaches `min_support`, or the model gave no answer, the answer is extractive instead: from each
     of the `extractive_sentences` best excerpts, the sentence closest to the question, cited, and a note says so.
 
+    A sentence the model repeats is shown once, and an unfinished last sentence (the model hit its length limit)
+    is left out. A follow-up that names something specific its topic question did not ("How does it compare with
+    gefitinib?") is answered only if the answer speaks of it: otherwise the papers under discussion do not answer
+    it, and the answer says so (flag `not_answered`) instead of showing statements about something else.
+
     Usage:
     ```python
     from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
@@ -43,23 +48,29 @@ class CitedAnswerBuilder:
     ```
     """
 
-    def __init__(self, *, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id"):
+    def __init__(self, *, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id",
+                 specific_word_max_share: float = 0.01):
         """
         :param min_support: Least support (share of a claim's content words in its cited excerpt) for a claim to
             count as supported. Below it the answer is flagged `weak_support`; if no claim reaches it, the answer
             falls back to extracted sentences.
         :param extractive_sentences: How many excerpts the extractive fallback quotes from.
         :param source_id_field: The metadata field holding a document's citation id.
+        :param specific_word_max_share: A word is specific when at most this share of the chunks contain it (by
+            the BM25 retriever's `word_shares`): the words a follow-up's answer must speak of.
         """
-        if not 0 <= min_support <= 1 or extractive_sentences < 1:
-            raise ValueError("min_support must be between 0 and 1 and extractive_sentences at least 1")
+        if not 0 <= min_support <= 1 or extractive_sentences < 1 or not 0 <= specific_word_max_share <= 1:
+            raise ValueError("min_support and specific_word_max_share must be between 0 and 1 and "
+                             "extractive_sentences at least 1")
         self.min_support = min_support
         self.extractive_sentences = extractive_sentences
         self.source_id_field = source_id_field
+        self.specific_word_max_share = specific_word_max_share
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, min_support=self.min_support, extractive_sentences=self.extractive_sentences,
-                               source_id_field=self.source_id_field)
+                               source_id_field=self.source_id_field,
+                               specific_word_max_share=self.specific_word_max_share)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CitedAnswerBuilder:
@@ -79,6 +90,8 @@ class CitedAnswerBuilder:
         replies: list[ChatMessage] | None = None,
         unanswered: list[Document] | None = None,
         why_unanswered: str | None = None,
+        topic_question: str | None = None,
+        word_shares: dict[str, float] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -97,21 +110,33 @@ class CitedAnswerBuilder:
         :param unanswered: From `RelevanceGate`: no excerpt was relevant, the model was not asked; these are the
             closest papers, listed as not answering, and nothing is cited.
         :param why_unanswered: From `RelevanceGate`: why, in words (the note starts with it).
+        :param topic_question: For a follow-up answered from its topic's papers: the topic question.
+        :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`).
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
         if unanswered is not None:
             return {"answer": self._not_answered(question, unanswered, why_unanswered)}
-        claims, documents = claims or [], documents or []
+        documents = documents or []
         by_id = by_paper(documents, self.source_id_field)
         removed_claims = removed_claims or []
+        notes = []
+        claims, cut_off = _finished(_once(claims or []), replies)
+        if cut_off:
+            notes.append(f"The model's answer was cut off at its length limit: its unfinished last sentence "
+                         f"(\"{cut_off}\") is left out.")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
         extractive = not supported
-        notes = []
         if extractive:
             claims = self._extract(question, documents)
             notes.append("The model's answer could not be checked against the sources, so this answer quotes the "
                          "most relevant passages instead." if raw_answer.strip() else
                          "No model answer was available, so this answer quotes the most relevant passages.")
+        unaddressed = self._unaddressed(claims, topic_question, word_shares) if topic_question else []
+        if unaddressed:
+            closest = [chunks[0] for chunks in by_id.values()]
+            return {"answer": self._not_answered(question, closest, (
+                f"The papers under discussion do not answer this: what they support says nothing about "
+                f"{quoted_words(unaddressed)}."), model_asked=True)}
         numbers: dict[str, int] = {}
         sentences, citations = [], []
         for claim in claims:
@@ -180,8 +205,18 @@ class CitedAnswerBuilder:
         })
         return {"answer": answer.model_dump()}
 
+    def _unaddressed(self, claims: list[dict[str, Any]], topic_question: str,
+                     word_shares: dict[str, float] | None) -> list[str]:
+        """The specific words a follow-up adds to its topic question, when the answer mentions none of them."""
+        asked = content_words(topic_question)
+        new = [w for w, share in (word_shares or {}).items()
+               if share <= self.specific_word_max_share and content_words(w) and not content_words(w) <= asked]
+        said = content_words(" ".join(c["text"] for c in claims))
+        return [] if any(content_words(w) <= said for w in new) else new
+
     @staticmethod
-    def _not_answered(question: str, closest: list[Document], why: str | None) -> dict[str, Any]:
+    def _not_answered(question: str, closest: list[Document], why: str | None,
+                      model_asked: bool = False) -> dict[str, Any]:
         papers = [{"source_id": d.meta.get("source_id") or d.id, "title": d.meta.get("title"),
                    "year": d.meta.get("year"), "url": source_link(d.meta), "relevance": d.meta.get("relevance")}
                   for d in closest]
@@ -189,7 +224,8 @@ class CitedAnswerBuilder:
                       not_answering=papers,
                       flags={"not_answered": True, "extractive_fallback": False, "weak_support": False},
                       notes=[(why or "No indexed passage is close enough to the question to answer it.")
-                             + " No model was asked, and nothing is cited." + (" The closest papers, which do not answer it: " +
+                             + (" Nothing is cited." if model_asked else " No model was asked, and nothing is cited.")
+                             + (" The closest papers, which do not answer it: " +
                              "; ".join(f"{p['source_id']} ({p['title'] or 'untitled abstract'})" for p in papers) +
                              "." if papers else "")]).model_dump()
 
@@ -237,6 +273,28 @@ class CitedAnswerBuilder:
             "url": source_link(meta), "section": meta.get("section"), "chunk_id": document.id,
             "evidence": strongest["evidence"],
         }
+
+
+def _once(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The claims without repeats: a small model may write the same sentence over and over."""
+    seen: set[str] = set()
+    kept = []
+    for claim in claims:
+        key = " ".join(claim["text"].lower().split())
+        if key not in seen:
+            seen.add(key)
+            kept.append(claim)
+    return kept
+
+
+def _finished(claims: list[dict[str, Any]], replies: list[ChatMessage] | None) -> tuple[list[dict[str, Any]], str]:
+    """The claims without an unfinished last sentence, when the model stopped at its length limit (the OpenAI API
+    says `finish_reason`, Ollama `done_reason`); and that sentence ("" if none)."""
+    meta = replies[0].meta if replies else {}
+    stopped_at_limit = "length" in (meta.get("finish_reason"), meta.get("done_reason"))
+    if stopped_at_limit and claims and claims[-1]["text"].rstrip()[-1:] not in (".", "!", "?", ")", '"'):
+        return claims[:-1], claims[-1]["text"]
+    return claims, ""
 
 
 def _with_marks(text: str, marks: list[str]) -> str:

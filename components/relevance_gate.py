@@ -7,7 +7,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pmc_rag.components.citations import canonical_id, content_words
+from pmc_rag.components.citations import canonical_id, content_words, quoted_words
 
 
 @component
@@ -124,10 +124,10 @@ class RelevanceGate:
                 closest.append(Document(id=document.id, content=document.content,
                                         meta={**document.meta, "relevance": round(document.score, 3)}))
         if unknown and best is not None and best >= self.min_similarity:
-            why = (f"No indexed paper contains {_quoted(unknown)}, and no passage is close enough to the rest of the "
+            why = (f"No indexed paper contains {quoted_words(unknown)}, and no passage is close enough to the rest of the "
                    "question to answer it (check the spelling, or ask with another name for it).")
         elif absent:
-            why = (f"None of the closest passages mentions {_quoted(absent)}: they match only part of the question, "
+            why = (f"None of the closest passages mentions {quoted_words(absent)}: they match only part of the question, "
                    "and none is close enough to the whole of it to answer it.")
         else:
             why = "No indexed passage is close enough to the question to answer it."
@@ -142,11 +142,6 @@ class RelevanceGate:
             return []
         stems = content_words(" ".join(d.content or "" for d in excerpts))
         return [w for w in specific if not content_words(w) <= stems]
-
-
-def _quoted(words: list[str]) -> str:
-    quoted = [f"'{w}'" for w in words]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 def _cosine(a: list[float] | None, b: list[float] | None) -> float | None:

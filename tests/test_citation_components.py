@@ -171,6 +171,41 @@ def test_weak_support_is_flagged_and_no_support_falls_back_to_quotations():
     assert "[1]" in none["answer"] and "quotes the most relevant passages" in none["notes"][0]
 
 
+def test_a_repeated_sentence_is_shown_once_and_an_unfinished_last_one_not_at_all():
+    # The embedded model, looping until its token limit, on a follow-up about gefitinib (shortened).
+    text = ("Erlotinib prolonged progression-free survival [PMC4816447]. Skin rash was the most common adverse "
+            "event [PMC4816447]. Erlotinib prolonged progression-free survival [PMC4816447]. Skin rash was the")
+    cut = build(text, replies=[ChatMessage.from_assistant(text, meta={"finish_reason": "length"})])
+    assert cut["answer"] == ("Erlotinib prolonged progression-free survival [1]. Skin rash was the most common "
+                             "adverse event [1].")
+    assert "cut off at its length limit" in cut["notes"][0] and '"Skin rash was the"' in cut["notes"][0]
+    # A reply that ended by itself keeps its last sentence, punctuation or not.
+    whole = build("Erlotinib prolonged progression-free survival [PMC4816447]. Skin rash was common [PMC4816447]",
+                  replies=[ChatMessage.from_assistant("...", meta={"done_reason": "stop"})])
+    assert whole["answer"].endswith("Skin rash was common [1]") and not whole["notes"]
+
+
+def test_a_follow_up_whose_answer_ignores_what_it_newly_names_is_not_answered():
+    topic = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
+    shares = {"compare": 0.04, "gefitinib": 0.002, "erlotinib": 0.003}
+    follow_up = build("Erlotinib prolonged progression-free survival [PMC4816447].", topic_question=topic,
+                      word_shares=shares)
+    assert follow_up["flags"]["not_answered"] and follow_up["answer"].startswith("The indexed papers do not answer")
+    assert follow_up["citations"] == [] and follow_up["references"] == []
+    assert "says nothing about 'gefitinib'" in follow_up["notes"][0] and "No model was asked" not in \
+        follow_up["notes"][0]
+    assert [p["source_id"] for p in follow_up["not_answering"]] == ["PMC4816447", "PMID:15703931"]
+    # Speaking of it answers; so does any answer to a question that is not a follow-up, or names nothing new.
+    excerpts = [Document(id="g", content="Gefitinib and erlotinib both outperform chemotherapy as first-line "
+                                         "therapy.", meta={"source_id": "PMC4816447"})]
+    assert not build("Gefitinib and erlotinib both outperform chemotherapy [PMC4816447].", excerpts,
+                     topic_question=topic, word_shares=shares)["flags"].get("not_answered")
+    assert not build("Erlotinib prolonged progression-free survival [PMC4816447].",
+                     word_shares=shares)["flags"].get("not_answered")
+    assert not build("Erlotinib prolonged progression-free survival [PMC4816447].", topic_question=topic,
+                     word_shares={"erlotinib": 0.003, "side": 0.2})["flags"].get("not_answered")
+
+
 def test_context_truncation_is_reported():
     answer = build("Erlotinib prolonged progression-free survival [PMC4816447].", excerpts_dropped=2)
     assert answer["flags"]["context_truncated"] and "2 lower-ranked excerpt(s)" in answer["notes"][-1]
@@ -283,7 +318,7 @@ def test_a_generator_that_timed_out_is_skipped_for_a_while_and_tried_again_after
 
 @pytest.mark.parametrize("component", [
     CitationVerifier(attribution_threshold=0.4, source_id_field="sid"),
-    CitedAnswerBuilder(min_support=0.2, extractive_sentences=2),
+    CitedAnswerBuilder(min_support=0.2, extractive_sentences=2, specific_word_max_share=0.05),
     ExcerptBudget(max_tokens=900, max_excerpts=3, chars_per_token=2.5, tokens_per_excerpt_label=30),
     EmptyReplyGenerator(),
     RememberingFallbackChatGenerator(chat_generators=[EmptyReplyGenerator()], skip_after_timeout_s=5),
