@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -34,9 +35,10 @@ class CitedAnswerBuilder:
     of the `extractive_sentences` best excerpts, the sentence closest to the question, cited, and a note says so.
 
     A sentence the model repeats is shown once, and an unfinished last sentence (the model hit its length limit)
-    is left out. A follow-up that names something specific its topic question did not ("How does it compare with
-    gefitinib?") is answered only if the answer speaks of it: otherwise the papers under discussion do not answer
-    it, and the answer says so (flag `not_answered`) instead of showing statements about something else.
+    is left out. A follow-up asking for a comparison with something specific its topic question did not name ("How
+    does it compare with gefitinib?") is answered only if the answer speaks of it: otherwise the papers under
+    discussion do not answer it, and the answer says so (flag `not_answered`) instead of showing statements about
+    something else.
 
     Usage:
     ```python
@@ -57,7 +59,7 @@ class CitedAnswerBuilder:
         :param extractive_sentences: How many excerpts the extractive fallback quotes from.
         :param source_id_field: The metadata field holding a document's citation id.
         :param specific_word_max_share: A word is specific when at most this share of the chunks contain it (by
-            the BM25 retriever's `word_shares`): the words a follow-up's answer must speak of.
+            the BM25 retriever's `word_shares`): what a follow-up compares with, its answer must speak of.
         """
         if not 0 <= min_support <= 1 or extractive_sentences < 1 or not 0 <= specific_word_max_share <= 1:
             raise ValueError("min_support and specific_word_max_share must be between 0 and 1 and "
@@ -131,7 +133,7 @@ class CitedAnswerBuilder:
             notes.append("The model's answer could not be checked against the sources, so this answer quotes the "
                          "most relevant passages instead." if raw_answer.strip() else
                          "No model answer was available, so this answer quotes the most relevant passages.")
-        unaddressed = self._unaddressed(claims, topic_question, word_shares) if topic_question else []
+        unaddressed = self._unaddressed(question, claims, topic_question, word_shares) if topic_question else []
         if unaddressed:
             closest = [chunks[0] for chunks in by_id.values()]
             return {"answer": self._not_answered(question, closest, (
@@ -205,12 +207,16 @@ class CitedAnswerBuilder:
         })
         return {"answer": answer.model_dump()}
 
-    def _unaddressed(self, claims: list[dict[str, Any]], topic_question: str,
+    def _unaddressed(self, question: str, claims: list[dict[str, Any]], topic_question: str,
                      word_shares: dict[str, float] | None) -> list[str]:
-        """The specific words a follow-up adds to its topic question, when the answer mentions none of them."""
+        """What a follow-up compares with (its specific words that its topic question does not have), when the
+        answer mentions none of it. Only comparisons: a follow-up's other new words are often ones the papers put
+        otherwise ("How many patients took part?"), and checking all of them turned away 4 of 51 answerable turns
+        of the test conversations for 1 unanswerable one caught."""
+        compared = content_words(" ".join(_COMPARED_WITH.findall(question.replace(topic_question, " "))))
         asked = content_words(topic_question)
-        new = [w for w, share in (word_shares or {}).items()
-               if share <= self.specific_word_max_share and content_words(w) and not content_words(w) <= asked]
+        new = [w for w, share in (word_shares or {}).items() if share <= self.specific_word_max_share
+               and content_words(w) and content_words(w) <= compared and not content_words(w) <= asked]
         said = content_words(" ".join(c["text"] for c in claims))
         return [] if any(content_words(w) <= said for w in new) else new
 
@@ -273,6 +279,11 @@ class CitedAnswerBuilder:
             "url": source_link(meta), "section": meta.get("section"), "chunk_id": document.id,
             "evidence": strongest["evidence"],
         }
+
+
+# "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
+_COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
+                            re.IGNORECASE)
 
 
 def _once(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -79,7 +79,8 @@ def run_conversations(pipelines: list[str | Path], path: str | Path, progress: b
                                 "cited": cited, "off_topic": sorted(set(cited) - topic),
                                 "not_answered": said_not_answered(answer),
                                 "quoted": bool(answer["flags"].get("extractive_fallback")),
-                                "model": answer.get("model"), "answer": answer["answer"]})
+                                "model": answer.get("model"), "answer": answer["answer"],
+                                "notes": answer.get("notes", [])})
                 bar.update()
         bar.close()
         report["pipelines"][Path(str(target)).stem] = {"summary": summarise_conversations(records),
