@@ -129,7 +129,7 @@ class CitedAnswerBuilder:
         supported = [c for c in claims if c["cited"] and self._supported(c)]
         extractive = not supported
         if extractive:
-            claims = self._extract(question, documents)
+            claims = self._extract(question, documents, topic_question)
             notes.append("The model's answer could not be checked against the sources, so this answer quotes the "
                          "most relevant passages instead." if raw_answer.strip() else
                          "No model answer was available, so this answer quotes the most relevant passages.")
@@ -242,8 +242,13 @@ class CitedAnswerBuilder:
 
     _MIN_QUOTED_WORDS = 6
 
-    def _extract(self, question: str, documents: list[Document]) -> list[dict[str, Any]]:
+    def _extract(self, question: str, documents: list[Document], topic_question: str | None = None
+                 ) -> list[dict[str, Any]]:
         question_words = content_words(question) or {""}
+        # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
+        # are in every sentence of the papers under discussion, and chose a table caption for "What about its
+        # side effects?". ("follow-up to:" is how the server joins the two.)
+        own_words = question_words - content_words(f"{topic_question} follow-up to") if topic_question else set()
         claims, used, first_overlap = [], set(), None
         for document in documents:
             source_id = canonical_id(str(document.meta.get(self.source_id_field, "")))
@@ -254,7 +259,8 @@ class CitedAnswerBuilder:
             sentences = [s for s in sentences if len(s.split()) >= self._MIN_QUOTED_WORDS] or sentences
             if not sentences:
                 continue
-            best = max(sentences, key=lambda s: len(question_words & content_words(s)))
+            best = max(sentences, key=lambda s: (len(own_words & content_words(s)),
+                                                 len(question_words & content_words(s))))
             overlap = len(question_words & content_words(best))
             # A further paper is quoted only when its best sentence shares as many of the question's words as the
             # first paper's (and two at least): a passage sharing fewer is about another subject. On 100 dev

@@ -216,6 +216,19 @@ def test_a_follow_up_whose_answer_ignores_what_it_compares_with_is_not_answered(
                      word_shares={"took": 0.003, "patients": 1.0})["flags"].get("not_answered")
 
 
+def test_a_follow_ups_quotation_is_chosen_by_its_own_words_first():
+    excerpts = [Document(id="a", content="Characteristics of the 46 patients with lung cancer treated with first-line "
+                                         "erlotinib in the study. Skin rash and diarrhoea were the most frequent side "
+                                         "effects of erlotinib in these patients.", meta={"source_id": "PMC4816447"})]
+    topic = "Is first-line erlotinib effective in lung cancer patients?"
+    question = f"What about its side effects? (follow-up to: {topic})"
+    quoted = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[], topic_question=topic)
+    assert quoted["answer"]["answer"].startswith("Skin rash and diarrhoea were the most frequent side effects")
+    # Without the topic question, the topic's words carried in the query win: the caption is quoted.
+    caption = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[])
+    assert caption["answer"]["answer"].startswith("Characteristics of the 46 patients")
+
+
 def test_context_truncation_is_reported():
     answer = build("Erlotinib prolonged progression-free survival [PMC4816447].", excerpts_dropped=2)
     assert answer["flags"]["context_truncated"] and "2 lower-ranked excerpt(s)" in answer["notes"][-1]
