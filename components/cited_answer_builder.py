@@ -213,10 +213,10 @@ class CitedAnswerBuilder:
         answer mentions none of it. Only comparisons: a follow-up's other new words are often ones the papers put
         otherwise ("How many patients took part?"), and checking all of them turned away 4 of 51 answerable turns
         of the test conversations for 1 unanswerable one caught."""
-        compared = content_words(" ".join(_COMPARED_WITH.findall(question.replace(topic_question, " "))))
-        asked = content_words(topic_question)
-        new = [w for w, share in (word_shares or {}).items() if share <= self.specific_word_max_share
-               and content_words(w) and content_words(w) <= compared and not content_words(w) <= asked]
+        compared = content_words(" ".join(_COMPARED_WITH.findall(question)))
+        compared &= _follow_up_words(question, topic_question)
+        new = [w for w, share in (word_shares or {}).items()
+               if share <= self.specific_word_max_share and content_words(w) and content_words(w) <= compared]
         said = content_words(" ".join(c["text"] for c in claims))
         return [] if any(content_words(w) <= said for w in new) else new
 
@@ -247,8 +247,8 @@ class CitedAnswerBuilder:
         question_words = content_words(question) or {""}
         # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
-        # side effects?". ("follow-up to:" is how the server joins the two.)
-        own_words = question_words - content_words(f"{topic_question} follow-up to") if topic_question else set()
+        # side effects?".
+        own_words = _follow_up_words(question, topic_question) if topic_question else set()
         claims, used, first_overlap = [], set(), None
         for document in documents:
             source_id = canonical_id(str(document.meta.get(self.source_id_field, "")))
@@ -290,6 +290,12 @@ class CitedAnswerBuilder:
 # "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
 _COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
                             re.IGNORECASE)
+
+
+def _follow_up_words(question: str, topic_question: str) -> set[str]:
+    """The content words a follow-up adds to its topic question (the server asks "<follow-up> (follow-up to:
+    <topic>)")."""
+    return content_words(question) - content_words(f"{topic_question} follow-up to")
 
 
 def _once(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:

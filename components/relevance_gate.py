@@ -124,11 +124,11 @@ class RelevanceGate:
                 closest.append(Document(id=document.id, content=document.content,
                                         meta={**document.meta, "relevance": round(document.score, 3)}))
         if unknown and best is not None and best >= self.min_similarity:
-            why = (f"No indexed paper contains {quoted_words(unknown)}, and no passage is close enough to the rest of the "
-                   "question to answer it (check the spelling, or ask with another name for it).")
+            why = (f"No indexed paper contains {quoted_words(unknown)}, and no passage is close enough to the rest "
+                   "of the question to answer it (check the spelling, or ask with another name for it).")
         elif absent:
-            why = (f"None of the closest passages mentions {quoted_words(absent)}: they match only part of the question, "
-                   "and none is close enough to the whole of it to answer it.")
+            why = (f"None of the closest passages mentions {quoted_words(absent)}: they match only part of the "
+                   "question, and none is close enough to the whole of it to answer it.")
         else:
             why = "No indexed passage is close enough to the question to answer it."
         return {"unanswered": closest, "why_unanswered": why}
