@@ -4,7 +4,8 @@ PostgreSQL's own full-text ranking (`ts_rank_cd`) has no inverse document freque
 saturation, and the stock keyword retriever requires every query word to match. This module keeps what BM25
 needs next to the chunk table, in four side tables named after it:
 
-    <table>__bm25_terms     term_id, term, df          (documents containing the term)
+    <table>__bm25_terms     term_id, term, df, max_tf, min_len (chunks containing the term; bounds on its tf and
+                                                                their length)
     <table>__bm25_docs      doc_id, docno, doc_len     (a compact number per chunk, and its length in tokens)
     <table>__bm25_postings  term_id, docno, tf, doc_len (one row per term per chunk; primary key (term_id, docno))
     <table>__bm25_stats     doc_count, total_len       (for the average document length)
@@ -14,6 +15,16 @@ same for documents and questions. Statement-level triggers on the chunk table up
 same transaction as every INSERT, UPDATE, DELETE or TRUNCATE, so the index is never out of step and there is
 nothing to rebuild by hand. `ensure_bm25_index` installs all this (idempotent) and rebuilds from the table when
 the index is new or no longer matches it (say, after the table was dropped and created again).
+
+Searching does not score every posting of every question term. Each term also records the largest tf and the
+shortest chunk length among the chunks containing it; since a term's BM25 contribution grows with tf and falls
+with length, `idf * max_tf / (max_tf + k1 * (1 - b + b * min_len / avgdl))` bounds what it adds to any chunk,
+whatever k1, b and the corpus statistics are at query time. `<table>__bm25_top` (PL/pgSQL, read-only, so it runs on
+replicas) first scores the chunks richest in the question's rarest terms, which gives a real k-th best score to
+beat. The terms whose bounds together stay under it cannot lift a chunk into the top k on their own (MaxScore), so
+only the other terms' postings are read; the weak terms are then looked up, largest bound first, for the
+candidates still able to reach the k-th score, and the rest drop out. The result is the exhaustive top k. Deleting a
+chunk leaves a term's bound as it was: still a bound, only looser, so deletes stay cheap and results exact.
 """
 
 from __future__ import annotations
@@ -49,7 +60,7 @@ class BM25Tables:
         """Fill a SQL template's {chunks}, {terms}, {docs}, {postings}, {stats}, {function} and {language}."""
         side = {name: sql.Identifier(self.schema, f"{self.table}__bm25_{suffix}")
                 for name, suffix in (("terms", "terms"), ("docs", "docs"), ("postings", "postings"),
-                                     ("stats", "stats"), ("function", "sync"))}
+                                     ("stats", "stats"), ("function", "sync"), ("top", "top"))}
         return sql.SQL(template).format(chunks=self.chunks, language=sql.Literal(self.language), **side, **extra)
 
 
@@ -60,12 +71,16 @@ CREATE TABLE IF NOT EXISTS {docs} (
     doc_id varchar(128) PRIMARY KEY, docno bigserial NOT NULL UNIQUE, doc_len integer NOT NULL);
 CREATE TABLE IF NOT EXISTS {postings} (
     term_id integer NOT NULL, docno bigint NOT NULL, tf smallint NOT NULL, doc_len integer NOT NULL,
-    PRIMARY KEY (term_id, docno));
+    -- tf and doc_len in the index too, so a term's postings are read from the index alone, not from heap pages
+    -- scattered over the whole table (index-only scans, once VACUUM has marked the pages all-visible)
+    PRIMARY KEY (term_id, docno) INCLUDE (tf, doc_len));
 CREATE TABLE IF NOT EXISTS {stats} (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     doc_count bigint NOT NULL DEFAULT 0, total_len bigint NOT NULL DEFAULT 0);
 -- Counts every change to the chunk table, so that caches of answers know when the corpus changed.
 ALTER TABLE {stats} ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0;
+-- Bounds for pruned search (NULL in an index made before they existed, until ensure_bm25_index fills them).
+ALTER TABLE {terms} ADD COLUMN IF NOT EXISTS max_tf smallint, ADD COLUMN IF NOT EXISTS min_len integer;
 INSERT INTO {stats} DEFAULT VALUES ON CONFLICT DO NOTHING;
 """
 
@@ -81,9 +96,12 @@ WITH tokens AS (
     SELECT s.id, coalesce(l.doc_len, 0) FROM {source} s LEFT JOIN lengths l ON l.doc_id = s.id
     RETURNING docno, doc_id, doc_len
 ), added_terms AS (
-    INSERT INTO {terms} (term, df)
-    SELECT lexeme, count(*) FROM tokens GROUP BY lexeme ORDER BY lexeme
-    ON CONFLICT (term) DO UPDATE SET df = {terms}.df + excluded.df
+    INSERT INTO {terms} (term, df, max_tf, min_len)
+    SELECT k.lexeme, count(*), max(k.tf), min(l.doc_len)
+    FROM tokens k JOIN lengths l ON l.doc_id = k.doc_id GROUP BY k.lexeme ORDER BY k.lexeme
+    ON CONFLICT (term) DO UPDATE SET df = {terms}.df + excluded.df,
+                                     max_tf = greatest({terms}.max_tf, excluded.max_tf),
+                                     min_len = least({terms}.min_len, excluded.min_len)
     RETURNING term_id, term
 ), added_postings AS (
     INSERT INTO {postings} (term_id, docno, tf, doc_len)
@@ -135,6 +153,85 @@ END
 $body$;
 """
 
+# The k best chunks for the question terms `term_ids` (with their IDFs), exactly as scoring every posting would rank
+# them: score descending (to 9 decimals, so that equal scores summed in another order stay equal), then docno. See the
+# module docstring for the method.
+_TOP_FUNCTION = """
+CREATE OR REPLACE FUNCTION {top}(term_ids integer[], idfs float8[], k integer, k1 float8, b float8,
+                                 probe_postings integer DEFAULT 5000)
+RETURNS TABLE (docno bigint, score float8) LANGUAGE plpgsql STABLE AS $body$
+#variable_conflict use_column
+DECLARE
+    avgdl float8;
+    bounds float8[];        -- per question term (as in term_ids): the most it adds to any chunk
+    probed integer[];       -- the rarest terms, up to probe_postings postings in all
+    kth float8 := 0;        -- a real k-th best score: what a chunk must reach to matter
+    weak integer[];         -- terms whose bounds add up to less than kth: looked up, largest bound first
+    strong integer[];       -- the others: every posting read
+    docnos bigint[];        -- the candidates and their scores so far
+    scores float8[];
+BEGIN
+    IF coalesce(array_length(term_ids, 1), 0) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT greatest(total_len::float8 / greatest(doc_count, 1), 1) INTO avgdl FROM {stats};
+    -- idf alone bounds a term too (the tf part is below 1), for terms indexed before bounds were kept
+    SELECT array_agg(coalesce(q.idf * t.max_tf / (t.max_tf + k1 * (1 - b + b * t.min_len / avgdl)), q.idf)
+                     ORDER BY q.ord),
+           array_agg(q.term_id ORDER BY t.df, q.ord) FILTER (WHERE t.running <= probe_postings OR t.running = t.df)
+    INTO bounds, probed
+    FROM unnest(term_ids, idfs) WITH ORDINALITY AS q(term_id, idf, ord)
+    LEFT JOIN (SELECT u.term_id, u.df, u.max_tf, u.min_len, sum(u.df) OVER (ORDER BY u.df, u.term_id) AS running
+               FROM {terms} u WHERE u.term_id = ANY(term_ids)) t ON t.term_id = q.term_id;
+
+    -- A first k-th score to beat: the chunks with the most of the rarest terms, scored in full.
+    SELECT array_agg(full_score ORDER BY full_score DESC) INTO scores FROM (
+        SELECT sum(q.idf * p.tf / (p.tf + k1 * (1 - b + b * p.doc_len / avgdl))) AS full_score
+        FROM (SELECT p.docno FROM {postings} p JOIN unnest(term_ids, idfs) AS q(term_id, idf) USING (term_id)
+              WHERE p.term_id = ANY(probed)
+              GROUP BY p.docno
+              ORDER BY sum(q.idf * p.tf / (p.tf + k1 * (1 - b + b * p.doc_len / avgdl))) DESC, p.docno
+              LIMIT 4 * k) best  -- more than k: the commoner terms can reorder them
+        JOIN {postings} p ON p.docno = best.docno AND p.term_id = ANY(term_ids)
+        JOIN unnest(term_ids, idfs) AS q(term_id, idf) ON q.term_id = p.term_id
+        GROUP BY best.docno
+    ) first_pass;
+    IF coalesce(array_length(scores, 1), 0) = k THEN
+        -- a hair lower, as the same score summed in another order can differ in its last bits
+        kth := scores[k] - 1e-9 * abs(scores[k]);
+    END IF;
+
+    -- MaxScore: the weakest terms, while their bounds add up to less than kth, cannot lift a chunk alone.
+    SELECT coalesce(array_agg(ord ORDER BY bound DESC, ord) FILTER (WHERE below), '{{}}'),
+           coalesce(array_agg(term_ids[ord]) FILTER (WHERE NOT below), '{{}}')
+    INTO weak, strong
+    FROM (SELECT ord, bound, sum(bound) OVER (ORDER BY bound, ord) < kth AS below
+          FROM unnest(bounds) WITH ORDINALITY AS t(bound, ord)) split;
+
+    SELECT array_agg(c.docno), array_agg(c.partial) INTO docnos, scores
+    FROM (SELECT p.docno, sum(q.idf * p.tf / (p.tf + k1 * (1 - b + b * p.doc_len / avgdl))) AS partial
+          FROM {postings} p JOIN unnest(term_ids, idfs) AS q(term_id, idf) USING (term_id)
+          WHERE p.term_id = ANY(strong)
+          GROUP BY p.docno) c
+    WHERE c.partial + (SELECT coalesce(sum(bounds[o]), 0) FROM unnest(weak) AS o) >= kth;
+
+    -- Each weak term adds its real contribution; candidates that can no longer reach kth drop out.
+    FOR i IN 1 .. coalesce(array_length(weak, 1), 0) LOOP
+        SELECT array_agg(c.docno), array_agg(c.partial + coalesce(w.weight, 0)) INTO docnos, scores
+        FROM unnest(docnos, scores) AS c(docno, partial)
+        LEFT JOIN LATERAL (
+            SELECT idfs[weak[i]] * p.tf / (p.tf + k1 * (1 - b + b * p.doc_len / avgdl)) AS weight
+            FROM {postings} p WHERE p.term_id = term_ids[weak[i]] AND p.docno = c.docno
+        ) w ON true
+        WHERE c.partial + coalesce(w.weight, 0)
+              + (SELECT coalesce(sum(bounds[o]), 0) FROM unnest(weak[i + 1:]) AS o) >= kth;
+    END LOOP;
+    RETURN QUERY SELECT c.docno, c.score FROM unnest(docnos, scores) AS c(docno, score)
+                 ORDER BY round(c.score * 1e9) DESC, c.docno LIMIT k;
+END
+$body$;
+"""
+
 _TRIGGERS = {
     "insert": "AFTER INSERT ON {chunks} REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT",
     "update": "AFTER UPDATE ON {chunks} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT",
@@ -162,16 +259,35 @@ def ensure_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> boo
                 "CREATE TRIGGER {trigger} " + _TRIGGERS[event] + " EXECUTE FUNCTION {function}()",
                 trigger=tables.trigger(event),
             ))
+        connection.execute(tables.format(_TOP_FUNCTION))
+        _include_scores_in_postings_key(connection, tables)
         indexed = connection.execute(tables.format("SELECT doc_count FROM {stats}")).fetchone()[0]
         stored = connection.execute(tables.format("SELECT count(*) FROM {chunks}")).fetchone()[0]
         if not missing and indexed == stored:
-            return False
-        connection.execute(tables.format("TRUNCATE {terms}, {docs}, {postings}"))
-        connection.execute(tables.format("UPDATE {stats} SET doc_count = 0, total_len = 0"))
-        connection.execute(tables.format(_ADD_ROWS, source=tables.chunks))
+            if not connection.execute(tables.format("SELECT 1 FROM {terms} WHERE max_tf IS NULL LIMIT 1")).fetchone():
+                return False
+            # An index from before the bounds existed: derive them from its postings (no need to re-read the text).
+            connection.execute(tables.format(
+                "UPDATE {terms} t SET max_tf = p.max_tf, min_len = p.min_len FROM (SELECT term_id, max(tf) AS max_tf, "
+                "min(doc_len) AS min_len FROM {postings} GROUP BY term_id) p WHERE p.term_id = t.term_id"))
+        else:
+            connection.execute(tables.format("TRUNCATE {terms}, {docs}, {postings}"))
+            connection.execute(tables.format("UPDATE {stats} SET doc_count = 0, total_len = 0"))
+            connection.execute(tables.format(_ADD_ROWS, source=tables.chunks))
     # Fresh statistics, or the planner guesses at the new tables' sizes (outside the transaction: cheap).
     connection.execute(tables.format("ANALYZE {terms}, {docs}, {postings}"))
     return True
+
+
+def _include_scores_in_postings_key(connection: psycopg.Connection, tables: BM25Tables) -> None:
+    """An index made before its postings' key carried tf and doc_len gets the new key (rebuilt once)."""
+    covering = connection.execute(
+        "SELECT i.indnatts > i.indnkeyatts FROM pg_index i WHERE i.indrelid = %s::regclass AND i.indisprimary",
+        (f'"{tables.schema}"."{tables.table}__bm25_postings"',)).fetchone()
+    if covering is not None and not covering[0]:
+        connection.execute(tables.format(
+            "ALTER TABLE {postings} DROP CONSTRAINT {key}, ADD PRIMARY KEY (term_id, docno) INCLUDE (tf, doc_len)",
+            key=sql.Identifier(f"{tables.table}__bm25_postings_pkey")))
 
 
 def install_bm25_index(document_store: Any) -> bool:
@@ -189,9 +305,14 @@ class BM25IndexMissing(RuntimeError):
 
 def bm25_index_exists(connection: psycopg.Connection, tables: BM25Tables) -> bool:
     """Whether the side tables and all four triggers are there (a read-only check)."""
-    stats = connection.execute("SELECT to_regclass(%s)", (f'"{tables.schema}"."{tables.table}__bm25_stats"',)
-                               ).fetchone()[0]
-    return stats is not None and all(_trigger_exists(connection, tables, event) for event in _TRIGGERS)
+    return (_exists(connection, tables, "stats")
+            and _exists(connection, tables, "top", kind="regproc")
+            and all(_trigger_exists(connection, tables, event) for event in _TRIGGERS))
+
+
+def _exists(connection: psycopg.Connection, tables: BM25Tables, suffix: str, kind: str = "regclass") -> bool:
+    name = f'"{tables.schema}"."{tables.table}__bm25_{suffix}"'
+    return connection.execute(f"SELECT to_{kind}(%s)", (name,)).fetchone()[0] is not None
 
 
 def corpus_generation(connection: psycopg.Connection, tables: BM25Tables) -> int:
@@ -215,4 +336,6 @@ def drop_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> None:
                 connection.execute(tables.format("DROP TRIGGER IF EXISTS {trigger} ON {chunks}",
                                                  trigger=tables.trigger(event)))
         connection.execute(tables.format("DROP FUNCTION IF EXISTS {function}()"))
+        connection.execute(tables.format("DROP FUNCTION IF EXISTS {top}(integer[], float8[], integer, float8, float8, "
+                                         "integer)"))
         connection.execute(tables.format("DROP TABLE IF EXISTS {terms}, {docs}, {postings}, {stats}"))

@@ -18,7 +18,7 @@ from pmc_rag.components.store_connection import connect, run_reconnecting
 # Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)).
 # Only the question's `max_query_terms` most informative terms (highest idf) are scored, which bounds the work
 # for long questions; documents matching any of them are candidates (OR semantics).
-_SEARCH = """
+_QUESTION_TERMS = """
 WITH question AS (
     SELECT DISTINCT lexeme FROM unnest(to_tsvector({language}::regconfig, %s))
 ), scored_terms AS (
@@ -27,7 +27,29 @@ WITH question AS (
     WHERE t.df > 0
     ORDER BY idf DESC, t.term_id
     LIMIT %s
-), scores AS (
+)"""
+
+# The k best by the block-max search (exact; see pmc_rag.components.bm25_index).
+_TOP = _QUESTION_TERMS + """
+SELECT top.docno, top.score FROM {top}(
+    (SELECT array_agg(term_id ORDER BY idf DESC, term_id) FROM scored_terms),
+    (SELECT array_agg(idf ORDER BY idf DESC, term_id) FROM scored_terms), %s, %s, %s) top
+"""
+
+# The same chunks fetched (and filtered) by docno, best first.
+_FETCH = """
+SELECT chunks.id, chunks.content, chunks.meta, {embedding} AS embedding, ranked.score
+FROM unnest(%s::bigint[], %s::float8[]) AS ranked(docno, score)
+JOIN {docs} d ON d.docno = ranked.docno
+JOIN {chunks} chunks ON chunks.id = d.doc_id
+WHERE true {filters}
+ORDER BY round(ranked.score * 1e9) DESC, ranked.docno
+LIMIT %s
+"""
+
+# Every posting of every question term scored: the reference the block-max search is checked against, and the
+# last resort for filters that few chunks pass.
+_EXHAUSTIVE = _QUESTION_TERMS + """, scores AS (
     -- The corpus statistics are scalar subqueries: evaluated once, and known to the planner as one row.
     SELECT p.docno, sum(s.idf * p.tf / (p.tf + %s * (1 - %s + %s * p.doc_len / (
                SELECT greatest(total_len::float8 / greatest(doc_count, 1), 1) FROM {stats})))) AS score
@@ -36,15 +58,21 @@ WITH question AS (
 )
 -- Walk the scores best first, fetching (and filtering) one chunk at a time, so the scan stops at top_k hits.
 SELECT chunk.id, chunk.content, chunk.meta, chunk.embedding, ranked.score
-FROM (SELECT docno, score FROM scores ORDER BY score DESC, docno) ranked
+-- Ties: scores equal to 9 decimals are equal (the same sum in another order can differ in its last bits).
+FROM (SELECT docno, score FROM scores ORDER BY round(score * 1e9) DESC, docno) ranked
 CROSS JOIN LATERAL (
     SELECT chunks.id, chunks.content, chunks.meta, {embedding} AS embedding
     FROM {docs} d JOIN {chunks} chunks ON chunks.id = d.doc_id
     WHERE d.docno = ranked.docno {filters}
 ) chunk
-ORDER BY ranked.score DESC, ranked.docno
+ORDER BY round(ranked.score * 1e9) DESC, ranked.docno
 LIMIT %s
 """
+
+# With filters, the block-max search asks for this many times top_k, then eight times more while too few pass,
+# up to _MOST_CANDIDATES; past that, scoring everything is as cheap.
+_FILTER_HEADROOM = 8
+_MOST_CANDIDATES = 10_000
 
 # The question's words that no indexed chunk contains: a word is unknown when none of its lexemes is indexed (a
 # hyphenated word such as "treatment-resistant" is known when its parts are). Stop words have no lexemes.
@@ -101,6 +129,7 @@ class PgvectorBM25Retriever:
         filters: dict[str, Any] | None = None,
         filter_policy: str | FilterPolicy = FilterPolicy.REPLACE,
         return_embedding: bool = False,
+        exhaustive: bool = False,
     ):
         """
         :param document_store: The store whose table is searched (the one the indexing pipeline writes).
@@ -112,6 +141,8 @@ class PgvectorBM25Retriever:
         :param filters: Filters applied to every query (Haystack filter syntax on `meta.*`).
         :param filter_policy: How run-time filters combine with `filters`: "replace" or "merge".
         :param return_embedding: Also return each chunk's embedding.
+        :param exhaustive: Score every posting of every question term instead of the block-max search. The results
+            are the same (the block-max search is exact); this is the slow reference it is checked against.
         """
         if not isinstance(document_store, PgvectorDocumentStore):
             raise ValueError(f"document_store must be a PgvectorDocumentStore, got {type(document_store).__name__}")
@@ -125,6 +156,7 @@ class PgvectorBM25Retriever:
         self.filters = filters
         self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
         self.return_embedding = return_embedding
+        self.exhaustive = exhaustive
         self._connection: psycopg.Connection | None = None
 
     @property
@@ -135,7 +167,7 @@ class PgvectorBM25Retriever:
         return default_to_dict(
             self, document_store=self.document_store.to_dict(), top_k=self.top_k, k1=self.k1, b=self.b,
             max_query_terms=self.max_query_terms, filters=self.filters, filter_policy=self.filter_policy.value,
-            return_embedding=self.return_embedding,
+            return_embedding=self.return_embedding, exhaustive=self.exhaustive,
         )
 
     @classmethod
@@ -179,27 +211,43 @@ class PgvectorBM25Retriever:
         """
         self.warm_up()
         filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        top_k = top_k or self.top_k
         filter_clause: sql.Composable = sql.SQL("")
         where_params: list[Any] = []
         if filters:
             condition, where_params = filter_condition(filters, table_alias="chunks")
             filter_clause = sql.SQL(" AND ") + condition
-        statement = self.tables.format(
-            _SEARCH, filters=filter_clause,
-            embedding=sql.SQL("chunks.embedding" if self.return_embedding else "NULL::vector"))
-        params = (query, self.max_query_terms, self.k1, self.b, self.b, *where_params, top_k or self.top_k)
-
+        embedding = sql.SQL("chunks.embedding" if self.return_embedding else "NULL::vector")
+        exhaustive = self.tables.format(_EXHAUSTIVE, filters=filter_clause, embedding=embedding)
+        top, fetch = self.tables.format(_TOP), self.tables.format(_FETCH, filters=filter_clause, embedding=embedding)
         shares = self.tables.format(_WORD_SHARES)
 
         def search(connection: psycopg.Connection) -> tuple[list[dict[str, Any]], dict[str, float]]:
             with connection.cursor(row_factory=dict_row) as cursor:
-                rows = cursor.execute(statement, params).fetchall()
+                rows = self._search(cursor, query, top_k, filters, where_params, top, fetch, exhaustive)
                 return rows, {row["word"]: row["share"] for row in cursor.execute(shares, (query,)).fetchall()}
 
         rows, word_shares = run_reconnecting(lambda: self._connection, self._reconnect, search)
         return {"documents": [_to_document(row) for row in rows],
                 "unknown_words": [word for word, share in word_shares.items() if share == 0],
                 "word_shares": word_shares}
+
+    def _search(self, cursor: psycopg.Cursor, query: str, top_k: int, filters: dict[str, Any] | None,
+                where_params: list[Any], top: sql.Composed, fetch: sql.Composed,
+                exhaustive: sql.Composed) -> list[dict[str, Any]]:
+        """The top_k chunks passing the filters. The block-max search finds the best `wanted` chunks; with filters,
+        `wanted` grows until top_k of them pass (then they are the top_k of the chunks that pass, since every other
+        chunk scores lower) or the search returned every match."""
+        wanted = top_k * (_FILTER_HEADROOM if filters else 1)
+        while not self.exhaustive and wanted <= max(_MOST_CANDIDATES, top_k):
+            ranked = cursor.execute(top, (query, self.max_query_terms, wanted, self.k1, self.b)).fetchall()
+            docnos, scores = [r["docno"] for r in ranked], [r["score"] for r in ranked]
+            rows = cursor.execute(fetch, (docnos, scores, *where_params, top_k)).fetchall()
+            if len(rows) == top_k or len(ranked) < wanted:
+                return rows
+            wanted *= _FILTER_HEADROOM
+        return cursor.execute(exhaustive, (query, self.max_query_terms, self.k1, self.b, self.b, *where_params,
+                                           top_k)).fetchall()
 
     def _reconnect(self) -> None:
         self.close()

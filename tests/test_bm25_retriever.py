@@ -119,6 +119,77 @@ def test_filters_apply_before_top_k(pubmedqa_retriever):
     assert scores == sorted(scores, reverse=True)
 
 
+def exhaustive_twin(retriever: PgvectorBM25Retriever) -> PgvectorBM25Retriever:
+    """The same retriever scoring every posting: the reference the pruned search must equal."""
+    twin = PgvectorBM25Retriever.from_dict({**retriever.to_dict(), "init_parameters": {
+        **retriever.to_dict()["init_parameters"], "exhaustive": True}})
+    assert twin.exhaustive and not retriever.exhaustive
+    return twin
+
+
+def ranked(retriever: PgvectorBM25Retriever, question: str, **kwargs) -> list[tuple[str, float]]:
+    return [(d.id, round(d.score, 6)) for d in retriever.run(query=question, **kwargs)["documents"]]
+
+
+@pytest.mark.parametrize("top_k", [1, 10, 20])
+def test_pruned_search_ranks_exactly_as_scoring_every_posting(pubmedqa_retriever, top_k):
+    exhaustive = exhaustive_twin(pubmedqa_retriever)
+    questions = [q["QUESTION"] for q in DEV_QUESTIONS.values()]
+    differing = [q for q in questions if ranked(pubmedqa_retriever, q, top_k=top_k) != ranked(exhaustive, q,
+                                                                                              top_k=top_k)]
+    assert differing == []
+
+
+def test_pruned_search_with_a_filter_few_chunks_pass_equals_the_exhaustive_one(pubmedqa_retriever):
+    """Filters are applied after the search, so the search asks for more until enough pass, or falls back."""
+    exhaustive = exhaustive_twin(pubmedqa_retriever)
+    one_year = {"field": "meta.year", "operator": "==", "value": 1996}
+    nowhere = {"field": "meta.year", "operator": "==", "value": 1066}
+    for question in [q["QUESTION"] for q in DEV_QUESTIONS.values()][:40]:
+        found = ranked(pubmedqa_retriever, question, filters=one_year, top_k=10)
+        assert found == ranked(exhaustive, question, filters=one_year, top_k=10)
+        assert ranked(pubmedqa_retriever, question, filters=nowhere) == []
+
+
+def test_pruned_search_stays_exact_after_deletes_updates_and_reinserts(store):
+    """Deletes leave a term's bounds as they were (looser, still bounds), so results must not change."""
+    articles = list(read_articles(CORPUS / "pubmedqa/corpus.jsonl"))[:300]
+    chunks = [replace(c, embedding=UNIT) for c in SectionChunker().run(
+        documents=[d for a in articles for d in a.section_documents()])["documents"]]
+    writer = ArticleWriter(document_store=store)
+    writer.run(documents=chunks)
+    store.delete_documents([c.id for c in chunks[::2]])  # half gone, among them the longest and richest chunks
+    store.write_documents([replace(c, content=(c.content or "") + " mitochondria") for c in chunks[1:200:2]],
+                          policy=DuplicatePolicy.OVERWRITE)  # updates through the stock store
+    writer.run(documents=chunks[:100:2])  # re-ingested: new docnos
+    retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
+    exhaustive = exhaustive_twin(retriever)
+    questions = [q["QUESTION"] for q in DEV_QUESTIONS.values()][:150] + ["mitochondria dysfunction"]
+    assert [ranked(retriever, q) for q in questions] == [ranked(exhaustive, q) for q in questions]
+
+
+def test_an_index_from_before_the_bounds_is_upgraded_in_place(store):
+    """Indexes built by earlier versions have no per-term bounds and a postings key without tf and doc_len."""
+    from pmc_rag.components.bm25_index import install_bm25_index
+
+    ArticleWriter(document_store=store).run(documents=[
+        chunk("PMC1", "Malaria vaccine trial in Kenya with malaria cases.", 0),
+        chunk("PMC2", "Dengue vaccine in Brazil.", 1)])
+    retriever = PgvectorBM25Retriever(document_store=store)
+    with psycopg.connect(store.connection_string.resolve_value(), autocommit=True) as connection:
+        connection.execute(retriever.tables.format("UPDATE {terms} SET max_tf = NULL, min_len = NULL"))
+        connection.execute(retriever.tables.format(
+            'ALTER TABLE {postings} DROP CONSTRAINT "' + store.table_name + '__bm25_postings_pkey", '
+            "ADD PRIMARY KEY (term_id, docno)"))
+        assert install_bm25_index(store) is True  # upgraded, not rebuilt from the text
+        bounds = connection.execute(retriever.tables.format(
+            "SELECT max_tf, min_len FROM {terms} WHERE term = 'malaria'")).fetchone()
+        covering = connection.execute("SELECT indnatts - indnkeyatts FROM pg_index WHERE indrelid = %s::regclass "
+                                      "AND indisprimary", (f"{store.table_name}__bm25_postings",)).fetchone()[0]
+    assert bounds == (2, 6) and covering == 2
+    assert papers(retriever.run(query="malaria vaccine")["documents"]) == ["PMC1", "PMC2"]
+
+
 def test_index_follows_inserts_updates_deletes_and_truncates(store):
     writer = ArticleWriter(document_store=store)
     writer.warm_up()  # installs the index, which its triggers then keep current
@@ -192,6 +263,7 @@ def test_serialization_round_trip(store):
     data = retriever.to_dict()
     assert data["type"] == "pmc_rag.components.bm25_retriever.PgvectorBM25Retriever"
     assert data["init_parameters"]["filter_policy"] == "merge" and data["init_parameters"]["k1"] == 1.5
+    assert data["init_parameters"]["exhaustive"] is False
     assert PgvectorBM25Retriever.from_dict(data).to_dict() == data
     pipeline = Pipeline()
     pipeline.add_component("bm25", retriever)
