@@ -8,6 +8,7 @@
     pmc-rag model start|stop|status   the local model server that runs the embedded LLM
     pmc-rag bench ingest          chunks/s of parsing, embedding and writing, against plain Haystack
     pmc-rag bench keyword         BM25 latency (p50/p95) and hits at the corpus's size and at 100k chunks
+    pmc-rag bench scale           retrieval at 10k/100k/1M synthetic chunks: stages' p50/p95, exactness, recall
     pmc-rag bench llm             embedded model: portable settings' cost, in process vs. the model server
 """
 
@@ -141,6 +142,18 @@ def _parser() -> argparse.ArgumentParser:
     bench_keyword.add_argument("--chunks", type=int, default=100_000, help="size of the large table (default: "
                                "%(default)s)")
     bench_keyword.set_defaults(handler=_bench_keyword)
+    bench_scale = bench_commands.add_parser("scale", help="retrieval latency, exactness and recall at 10k/100k/1M "
+                                            "synthetic chunks; table, JSON and PNG")
+    bench_scale.add_argument("--sizes", default="10000,100000,1000000",
+                             help="comma-separated corpus sizes in chunks (default: %(default)s)")
+    bench_scale.add_argument("--questions", type=int, default=500, help="dev questions asked per size (default: "
+                             "%(default)s)")
+    bench_scale.add_argument("--recall-questions", type=int, default=100, help="questions whose HNSW results are "
+                             "compared with exact search (default: %(default)s)")
+    bench_scale.add_argument("--keep", action="store_true", help="keep the synthetic tables for the next run")
+    bench_scale.add_argument("--out", type=Path, default=Path("bench-scale"), help="folder for scale.json and "
+                             "scale.png (default: %(default)s)")
+    bench_scale.set_defaults(handler=_bench_scale)
     bench_llm = bench_commands.add_parser("llm", help="embedded model: tokens/s with repacking on and off, and time "
                                                       "to first token in process and through the model server")
     bench_llm.add_argument("--runs", type=int, default=3, help="timed runs per path (default: %(default)s)")
@@ -436,6 +449,19 @@ def _bench_keyword(args: argparse.Namespace) -> int:
     from pmc_rag.evaluation.bench_keyword import run_benchmark
 
     return run_benchmark(total_chunks=args.chunks)
+
+
+def _bench_scale(args: argparse.Namespace) -> int:
+    from pmc_rag.evaluation.bench_scale import run_benchmark
+
+    try:
+        sizes = [int(size.replace("_", "")) for size in args.sizes.split(",") if size.strip()]
+    except ValueError:
+        raise SystemExit(f"--sizes takes numbers of chunks separated by commas, e.g. 10000,100000; got {args.sizes!r}")
+    if not sizes or min(sizes) < 100:
+        raise SystemExit("--sizes needs at least one size of 100 chunks or more")
+    return run_benchmark(sizes, args.out, questions=args.questions, recall_questions=args.recall_questions,
+                         keep=args.keep)
 
 
 def _bench_llm(args: argparse.Namespace) -> int:
