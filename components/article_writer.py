@@ -12,7 +12,7 @@ from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pmc_rag.components.bm25_index import BM25Tables, ensure_bm25_index
+from pmc_rag.components.bm25_index import BM25Tables, ensure_bm25_index, writer_lock
 from pmc_rag.components.store_connection import connect, run_reconnecting
 
 logger = logging.getLogger(__name__)
@@ -140,6 +140,7 @@ class ArticleWriter:
     def _replace(self, connection: psycopg.Connection, rows: list[tuple], source_ids: list[str]) -> dict[str, int]:
         """In one transaction: delete the articles' earlier chunks, copy the new ones in."""
         with connection.transaction(), connection.cursor() as cursor:
+            writer_lock(connection, BM25Tables.of(self.document_store))
             cursor.execute(
                 sql.SQL("DELETE FROM {} WHERE meta->>{} = ANY(%s)").format(
                     self.table, sql.Literal(self.source_id_field)

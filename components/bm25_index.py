@@ -38,6 +38,10 @@ from psycopg import sql
 from pmc_rag.components.store_connection import connect
 
 
+# The first key of the advisory lock that writers of a chunk table hold until they commit (the second: its oid).
+_LOCK_SPACE = 1417
+
+
 @dataclass(frozen=True)
 class BM25Tables:
     schema: str
@@ -61,7 +65,8 @@ class BM25Tables:
         side = {name: sql.Identifier(self.schema, f"{self.table}__bm25_{suffix}")
                 for name, suffix in (("terms", "terms"), ("docs", "docs"), ("postings", "postings"),
                                      ("stats", "stats"), ("function", "sync"), ("top", "top"))}
-        return sql.SQL(template).format(chunks=self.chunks, language=sql.Literal(self.language), **side, **extra)
+        return sql.SQL(template).format(chunks=self.chunks, language=sql.Literal(self.language),
+                                        lock_space=sql.Literal(_LOCK_SPACE), **side, **extra)
 
 
 _CREATE_TABLES = """
@@ -137,6 +142,9 @@ UPDATE {stats} SET generation = generation + 1, doc_count = doc_count - (SELECT 
 _TRIGGER_FUNCTION = """
 CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
+    -- One writer at a time per table, until it commits: writers would otherwise lock shared term rows and the
+    -- statistics row in different orders and deadlock (see writer_lock).
+    PERFORM pg_advisory_xact_lock({lock_space}, TG_RELID::integer);
     IF TG_OP = 'TRUNCATE' THEN
         TRUNCATE {terms}, {docs}, {postings};
         UPDATE {stats} SET doc_count = 0, total_len = 0, generation = generation + 1;
@@ -313,6 +321,18 @@ def bm25_index_exists(connection: psycopg.Connection, tables: BM25Tables) -> boo
 def _exists(connection: psycopg.Connection, tables: BM25Tables, suffix: str, kind: str = "regclass") -> bool:
     name = f'"{tables.schema}"."{tables.table}__bm25_{suffix}"'
     return connection.execute(f"SELECT to_{kind}(%s)", (name,)).fetchone()[0] is not None
+
+
+def writer_lock(connection: psycopg.Connection, tables: BM25Tables) -> None:
+    """Wait for, and hold until this transaction ends, the table's writer lock, which the index's triggers also take.
+
+    Writers of one table then go one at a time from their first change to their commit (embedding, the slow part
+    of ingestion, runs before and in parallel). Taking it before the first statement, as `ArticleWriter` does,
+    also lets a writer see what the previous one committed: two processes replacing the same article replace it
+    one after the other instead of colliding on its chunk ids.
+    """
+    connection.execute("SELECT pg_advisory_xact_lock(%s, %s::regclass::oid::integer)",
+                       (_LOCK_SPACE, f'"{tables.schema}"."{tables.table}"'))
 
 
 def corpus_generation(connection: psycopg.Connection, tables: BM25Tables) -> int:

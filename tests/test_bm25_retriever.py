@@ -217,6 +217,43 @@ def test_index_follows_inserts_updates_deletes_and_truncates(store):
     assert retriever.run(query="aspirin")["documents"] == []
 
 
+def test_writers_that_touch_the_same_terms_in_opposite_orders_wait_rather_than_deadlock(store):
+    """A deletes a malaria chunk (locking 'malaria'), B inserts 'dengue malaria' (locks 'dengu', waits for
+    'malaria'), then A inserts 'dengue' (would wait for B): without the writer lock, PostgreSQL aborts one."""
+    import threading
+
+    ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Malaria vaccine trial.")])
+    url = store.connection_string.resolve_value()
+    tables = PgvectorBM25Retriever(document_store=store).tables
+    insert = tables.format("INSERT INTO {chunks} (id, content, embedding, meta) VALUES (%s, %s, %s, '{{}}')")
+    vector = str(UNIT).replace(" ", "")
+    errors: list[BaseException] = []
+
+    def second_writer() -> None:
+        try:
+            with psycopg.connect(url) as connection:
+                connection.execute(insert, ("PMC2-0", "Dengue and malaria in Brazil.", vector))
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    with psycopg.connect(url) as first:
+        first.execute(tables.format("DELETE FROM {chunks} WHERE id = 'PMC1-0'"))
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        thread.join(timeout=1.5)  # long enough for it to block
+        try:
+            first.execute(insert, ("PMC3-0", "Dengue fever vaccine.", vector))
+            first.commit()
+        except psycopg.errors.DeadlockDetected as error:
+            errors.append(error)
+        thread.join(timeout=30)
+    assert errors == []
+    retriever = PgvectorBM25Retriever(document_store=store)
+    assert sorted(d.id for d in retriever.run(query="dengue")["documents"]) == ["PMC2-0", "PMC3-0"]
+    with psycopg.connect(url) as connection:
+        assert connection.execute(tables.format("SELECT df FROM {terms} WHERE term = 'malaria'")).fetchone() == (1,)
+
+
 def test_an_index_that_no_longer_matches_its_table_is_rebuilt_when_the_writer_warms_up(store):
     ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Malaria vaccine trial in Kenya.")])
     first = PgvectorBM25Retriever(document_store=store)

@@ -234,3 +234,42 @@ def test_ollama_embeddings_are_a_yaml_edit_and_an_absent_server_is_a_clear_error
     store = make_store(table_name, dimension=768)
     assert store.count_documents() == 0
     store.delete_table()
+
+
+def test_two_ingestions_at_once_finish_and_leave_the_statistics_of_one(store, tmp_path, pg_conn_str):
+    """Two `pmc-rag ingest` processes writing to one table, with 60 articles in both inputs: no deadlock, every
+    article once, and BM25 statistics equal to those computed afresh from the stored chunks."""
+    lines = (CORPUS / "pubmedqa/corpus.jsonl").read_text().splitlines()[:360]
+    (tmp_path / "first.jsonl").write_text("\n".join(lines[:210]) + "\n")
+    (tmp_path / "second.jsonl").write_text("\n".join(lines[150:]) + "\n")
+    yaml_path = tmp_path / "indexing.yml"
+    yaml_path.write_text(indexing_yaml_for(store.table_name))
+    processes = [subprocess.Popen(
+        [sys.executable, "-m", "pmc_rag.cli", "ingest", str(tmp_path / name), "--pipeline", str(yaml_path),
+         "--batch-words", "800", "--no-progress"],
+        env={**os.environ, "PG_CONN_STR": pg_conn_str}, cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for name in ("first.jsonl", "second.jsonl")]
+    outputs = [process.communicate(timeout=600)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], outputs
+
+    everything = tmp_path / "all.jsonl"
+    everything.write_text("\n".join(lines) + "\n")
+    assert stored_ids(store) == expected_chunks([everything], SectionChunker(target_words=180, overlap_words=30))
+    import psycopg
+
+    from pmc_rag.components.bm25_index import BM25Tables
+
+    tables = BM25Tables.of(store)
+    with psycopg.connect(pg_conn_str) as connection:
+        indexed = connection.execute(tables.format("SELECT doc_count, total_len FROM {stats}")).fetchone()
+        afresh = connection.execute(tables.format(
+            "SELECT count(DISTINCT id), coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) "
+            "FROM {chunks} c LEFT JOIN LATERAL unnest(to_tsvector({language}::regconfig, c.content)) u ON true"
+        )).fetchone()
+        term_df = connection.execute(tables.format(
+            "SELECT term, df FROM {terms} WHERE df > 0 ORDER BY term")).fetchall()
+        afresh_df = connection.execute(tables.format(
+            "SELECT u.lexeme, count(*) FROM {chunks} c, unnest(to_tsvector({language}::regconfig, c.content)) u "
+            "GROUP BY u.lexeme ORDER BY u.lexeme")).fetchall()
+    assert indexed == afresh
+    assert term_df == afresh_df
