@@ -175,6 +175,7 @@ DECLARE
     probed integer[];       -- the rarest terms, up to probe_postings postings in all
     kth float8 := 0;        -- a real k-th best score: what a chunk must reach to matter
     weak integer[];         -- terms whose bounds add up to less than kth: looked up, largest bound first
+    weak_bound float8;      -- the most they add together
     strong integer[];       -- the others: every posting read
     docnos bigint[];        -- the candidates and their scores so far
     scores float8[];
@@ -204,7 +205,7 @@ BEGIN
         JOIN unnest(term_ids, idfs) AS q(term_id, idf) ON q.term_id = p.term_id
         GROUP BY best.docno
     ) first_pass;
-    IF coalesce(array_length(scores, 1), 0) = k THEN
+    IF coalesce(array_length(scores, 1), 0) >= k THEN
         -- a hair lower, as the same score summed in another order can differ in its last bits
         kth := scores[k] - 1e-9 * abs(scores[k]);
     END IF;
@@ -216,12 +217,28 @@ BEGIN
     FROM (SELECT ord, bound, sum(bound) OVER (ORDER BY bound, ord) < kth AS below
           FROM unnest(bounds) WITH ORDINALITY AS t(bound, ord)) split;
 
-    SELECT array_agg(c.docno), array_agg(c.partial) INTO docnos, scores
-    FROM (SELECT p.docno, sum(q.idf * p.tf / (p.tf + k1 * (1 - b + b * p.doc_len / avgdl))) AS partial
-          FROM {postings} p JOIN unnest(term_ids, idfs) AS q(term_id, idf) USING (term_id)
-          WHERE p.term_id = ANY(strong)
-          GROUP BY p.docno) c
-    WHERE c.partial + (SELECT coalesce(sum(bounds[o]), 0) FROM unnest(weak) AS o) >= kth;
+    -- The chunks with a strong term, summed over the strong terms; the best of them, scored in full, give a
+    -- better k-th score; then only those that the weak terms could still lift to it are kept.
+    weak_bound := (SELECT coalesce(sum(bounds[o]), 0) FROM unnest(weak) AS o);
+    WITH candidates AS MATERIALIZED (
+        SELECT p.docno, sum(q.idf * p.tf / (p.tf + k1 * (1 - b + b * p.doc_len / avgdl))) AS partial
+        FROM {postings} p JOIN unnest(term_ids, idfs) AS q(term_id, idf) USING (term_id)
+        WHERE p.term_id = ANY(strong)
+        GROUP BY p.docno
+    ), best AS (
+        SELECT c.partial + coalesce(sum(idfs[o] * p.tf / (p.tf + k1 * (1 - b + b * p.doc_len / avgdl))), 0)
+               AS full_score
+        FROM (SELECT * FROM candidates ORDER BY partial DESC LIMIT 4 * k) c
+        LEFT JOIN unnest(weak) AS o ON true
+        LEFT JOIN {postings} p ON p.term_id = term_ids[o] AND p.docno = c.docno
+        GROUP BY c.docno, c.partial
+    ), bar AS (
+        SELECT greatest(kth, (array_agg(full_score ORDER BY full_score DESC))[k] * (1 - 1e-9)) AS kth FROM best
+    )
+    SELECT array_agg(c.docno), array_agg(c.partial), min(bar.kth) INTO docnos, scores, kth
+    FROM candidates c, bar
+    WHERE c.partial + weak_bound >= bar.kth;
+    kth := coalesce(kth, 0);
 
     -- Each weak term adds its real contribution; candidates that can no longer reach kth drop out.
     FOR i IN 1 .. coalesce(array_length(weak, 1), 0) LOOP
@@ -321,6 +338,12 @@ def bm25_index_exists(connection: psycopg.Connection, tables: BM25Tables) -> boo
 def _exists(connection: psycopg.Connection, tables: BM25Tables, suffix: str, kind: str = "regclass") -> bool:
     name = f'"{tables.schema}"."{tables.table}__bm25_{suffix}"'
     return connection.execute(f"SELECT to_{kind}(%s)", (name,)).fetchone()[0] is not None
+
+
+def vacuum_bm25_tables(connection: psycopg.Connection, tables: BM25Tables) -> None:
+    """VACUUM (ANALYZE) the side tables, as after a bulk load (needs an autocommit connection). Until pages are
+    marked all-visible, reading postings visits the table's pages besides the index: several times slower."""
+    connection.execute(tables.format("VACUUM (ANALYZE) {postings}, {terms}, {docs}"))
 
 
 def writer_lock(connection: psycopg.Connection, tables: BM25Tables) -> None:

@@ -29,7 +29,7 @@ WITH question AS (
     LIMIT %s
 )"""
 
-# The k best by the block-max search (exact; see pmc_rag.components.bm25_index).
+# The k best by the pruned search (exact; see pmc_rag.components.bm25_index).
 _TOP = _QUESTION_TERMS + """
 SELECT top.docno, top.score FROM {top}(
     (SELECT array_agg(term_id ORDER BY idf DESC, term_id) FROM scored_terms),
@@ -47,7 +47,7 @@ ORDER BY round(ranked.score * 1e9) DESC, ranked.docno
 LIMIT %s
 """
 
-# Every posting of every question term scored: the reference the block-max search is checked against, and the
+# Every posting of every question term scored: the reference the pruned search is checked against, and the
 # last resort for filters that few chunks pass.
 _EXHAUSTIVE = _QUESTION_TERMS + """, scores AS (
     -- The corpus statistics are scalar subqueries: evaluated once, and known to the planner as one row.
@@ -69,8 +69,9 @@ ORDER BY round(ranked.score * 1e9) DESC, ranked.docno
 LIMIT %s
 """
 
-# With filters, the block-max search asks for this many times top_k, then eight times more while too few pass,
-# up to _MOST_CANDIDATES; past that, scoring everything is as cheap.
+# With filters, the pruned search first asks for a quarter more than top_k (the pipelines' filters let nearly every
+# chunk through, and every extra chunk asked for lowers the score to beat, so prunes less), then eight times more
+# while too few pass, up to _MOST_CANDIDATES; past that, scoring everything is as cheap.
 _FILTER_HEADROOM = 8
 _MOST_CANDIDATES = 10_000
 
@@ -141,8 +142,8 @@ class PgvectorBM25Retriever:
         :param filters: Filters applied to every query (Haystack filter syntax on `meta.*`).
         :param filter_policy: How run-time filters combine with `filters`: "replace" or "merge".
         :param return_embedding: Also return each chunk's embedding.
-        :param exhaustive: Score every posting of every question term instead of the block-max search. The results
-            are the same (the block-max search is exact); this is the slow reference it is checked against.
+        :param exhaustive: Score every posting of every question term instead of the pruned search. The results
+            are the same (the pruned search is exact); this is the slow reference it is checked against.
         """
         if not isinstance(document_store, PgvectorDocumentStore):
             raise ValueError(f"document_store must be a PgvectorDocumentStore, got {type(document_store).__name__}")
@@ -235,10 +236,10 @@ class PgvectorBM25Retriever:
     def _search(self, cursor: psycopg.Cursor, query: str, top_k: int, filters: dict[str, Any] | None,
                 where_params: list[Any], top: sql.Composed, fetch: sql.Composed,
                 exhaustive: sql.Composed) -> list[dict[str, Any]]:
-        """The top_k chunks passing the filters. The block-max search finds the best `wanted` chunks; with filters,
+        """The top_k chunks passing the filters. The pruned search finds the best `wanted` chunks; with filters,
         `wanted` grows until top_k of them pass (then they are the top_k of the chunks that pass, since every other
         chunk scores lower) or the search returned every match."""
-        wanted = top_k * (_FILTER_HEADROOM if filters else 1)
+        wanted = top_k + (top_k + 3) // 4 if filters else top_k
         while not self.exhaustive and wanted <= max(_MOST_CANDIDATES, top_k):
             ranked = cursor.execute(top, (query, self.max_query_terms, wanted, self.k1, self.b)).fetchall()
             docnos, scores = [r["docno"] for r in ranked], [r["score"] for r in ranked]

@@ -1,12 +1,13 @@
 """Scale benchmark: retrieval at 10k, 100k and 1M chunks of synthetic literature.
 
-    pmc-rag bench scale [--sizes 10000,100000,1000000] [--questions 500] [--recall-questions 100] [--keep]
+    pmc-rag bench scale [--sizes 10000,100000,1000000] [--questions 500] [--exact-questions 100]
+                        [--recall-questions 100] [--keep]
 
 For each size it builds a table of synthetic chunks fitted to the ingested sample (see synthetic_corpus.py: the
 vocabulary grows with the corpus, so rare words stay rare), through the same store, triggers and indexes as real
 ingestion, then asks the PubMedQA dev questions through `pipelines/retrieve_hybrid.yml` pointed at that table. It
 reports build and index times, disk and memory, p50/p95 of each retrieval stage and of the whole path, how often
-the block-max BM25 top 10 equals exhaustive BM25's, and HNSW recall@10 against exact search; as a Markdown table,
+the pruned BM25 top 10 equals exhaustive BM25's, and HNSW recall@10 against exact search; as a Markdown table,
 a JSON file and a PNG plot of latency against size. `--keep` leaves the tables for the next run, which reuses them.
 """
 
@@ -25,7 +26,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from tqdm import tqdm
 
-from pmc_rag.components.bm25_index import BM25Tables, drop_bm25_index, install_bm25_index
+from pmc_rag.components.bm25_index import BM25Tables, drop_bm25_index, install_bm25_index, vacuum_bm25_tables
 from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 from pmc_rag.database import ensure_database
 from pmc_rag.evaluation.questions import load_questions
@@ -37,7 +38,7 @@ STAGES = ["query embedding", "HNSW", "BM25", "fusion", "whole path"]
 
 
 def run_benchmark(sizes: list[int], out_dir: Path, questions: int = 500, recall_questions: int = 100,
-                  keep: bool = False, pipeline_name: str = "retrieve_hybrid") -> int:
+                  exact_questions: int = 100, keep: bool = False, pipeline_name: str = "retrieve_hybrid") -> int:
     print(f"Database: {ensure_database().description}")
     with _connect() as connection:
         stats = _sample_statistics(connection, pipeline_name)
@@ -49,7 +50,7 @@ def run_benchmark(sizes: list[int], out_dir: Path, questions: int = 500, recall_
         row: dict[str, Any] = {"chunks": size}
         with _connect() as connection:
             row.update(_build(connection, stats, table, size, pipeline_name))
-        row.update(_measure(table, asked, recall_questions, pipeline_name))
+        row.update(_measure(table, asked, recall_questions, exact_questions, pipeline_name))
         results.append(row)
         (out_dir / "scale.json").write_text(json.dumps(results, indent=1))
         if not keep:
@@ -132,6 +133,10 @@ def _build(connection: psycopg.Connection, stats: CorpusStatistics, table: str, 
                     copy.write_row(row)
             bar.update(len(batch.ids))
     load_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    # What autovacuum would do soon after a bulk load: mark pages all-visible, so postings are read from the index
+    vacuum_bm25_tables(connection, BM25Tables.of(store))
+    vacuum_seconds = time.perf_counter() - started
     kwargs = settings.get("hnsw_index_creation_kwargs") or {}
     started = time.perf_counter()
     print(f"Building the HNSW index ({kwargs}) ...", flush=True)
@@ -141,7 +146,8 @@ def _build(connection: psycopg.Connection, stats: CorpusStatistics, table: str, 
         sql.SQL(", ").join(sql.SQL("{} = {}").format(sql.SQL(k), sql.Literal(v)) for k, v in kwargs.items())))
     hnsw_seconds = time.perf_counter() - started
     connection.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
-    built = {"load_s": load_seconds, "load_chunks_per_s": size / load_seconds, "hnsw_build_s": hnsw_seconds}
+    built = {"load_s": load_seconds, "load_chunks_per_s": size / load_seconds, "vacuum_s": vacuum_seconds,
+             "hnsw_build_s": hnsw_seconds}
     connection.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(sql.Identifier(table),
                                                                     sql.Literal(json.dumps(built))))
     return {**built, **_sizes(connection, table)}
@@ -150,13 +156,13 @@ def _build(connection: psycopg.Connection, stats: CorpusStatistics, table: str, 
 def _sizes(connection: psycopg.Connection, table: str) -> dict[str, Any]:
     def size(name: str) -> int:
         return connection.execute("SELECT coalesce(pg_total_relation_size(to_regclass(%s)), 0)", (name,)).fetchone()[0]
-    bm25 = sum(size(f"{table}__bm25_{s}") for s in ("terms", "docs", "postings", "blocks", "stats"))
+    bm25 = sum(size(f"{table}__bm25_{s}") for s in ("terms", "docs", "postings", "stats"))
     return {"disk_bytes": size(table) + bm25, "bm25_bytes": bm25, "hnsw_bytes": size(f"{table}_hnsw"),
             "postings": connection.execute(sql.SQL("SELECT reltuples::bigint FROM pg_class WHERE oid = {}::regclass")
                                            .format(sql.Literal(f"{table}__bm25_postings"))).fetchone()[0]}
 
 
-def _measure(table: str, asked: list[str], recall_questions: int,
+def _measure(table: str, asked: list[str], recall_questions: int, exact_questions: int,
              pipeline_name: str) -> dict[str, Any]:
     pipeline = load_declared_pipeline(pipeline_name, edit=_pointed_at(table))
     pipeline.warm_up()
@@ -176,19 +182,22 @@ def _measure(table: str, asked: list[str], recall_questions: int,
 
     for question in asked[:3]:  # warm caches and models; not timed
         pipeline.run(question=question)
-    for question in tqdm(asked, desc=f"Questions on {table}", unit="question"):
+    for number, question in enumerate(tqdm(asked, desc=f"Questions on {table}", unit="question")):
         embedding = timed("query embedding", lambda: embedder.run(text=question)["embedding"])
         embeddings.append(embedding)
         found = timed("HNSW", lambda: semantic.run(query_embedding=embedding)["documents"])
         ranked = timed("BM25", lambda: bm25.run(query=question)["documents"])
         timed("fusion", lambda: fusion.run(documents=[found, ranked]))
         timed("whole path", lambda: pipeline.run(question=question))
+        if number >= exact_questions:  # scoring every posting is slow at a million chunks
+            continue
         reference = timed("BM25 exhaustive", lambda: exhaustive.run(query=question)["documents"])
         identical += [d.id for d in ranked] == [d.id for d in reference]
         identical_top10 += [d.id for d in ranked][:10] == [d.id for d in reference][:10]
     exhaustive.close()
-    result: dict[str, Any] = {"questions": len(asked), "bm25_identical": identical / len(asked),
-                              "bm25_identical_top10": identical_top10 / len(asked),
+    compared = min(exact_questions, len(asked))
+    result: dict[str, Any] = {"questions": len(asked), "exact_questions": compared,
+                              "bm25_identical": identical / compared, "bm25_identical_top10": identical_top10 / compared,
                               "hnsw_recall_at_10": _hnsw_recall(table, embeddings[:recall_questions],
                                                                 semantic.document_store.hnsw_ef_search),
                               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
@@ -223,11 +232,12 @@ def _drop(connection: psycopg.Connection, table: str) -> None:
 
 def _print_table(results: list[dict[str, Any]]) -> None:
     gib = 1024 ** 3
-    print("\n| chunks | load (chunks/s) | HNSW build (s) | disk (GiB) | BM25 tables (GiB) | HNSW index (GiB) "
+    print("\n| chunks | load (chunks/s) | vacuum (s) | HNSW build (s) | disk (GiB) | BM25 tables (GiB) | HNSW index (GiB) "
           "| peak RSS of the benchmark (GiB) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(f"| {r['chunks']:,} | {r.get('load_chunks_per_s', float('nan')):,.0f} | "
+              f"{r.get('vacuum_s', float('nan')):.0f} | "
               f"{r.get('hnsw_build_s', float('nan')):.0f} | {r['disk_bytes'] / gib:.2f} | {r['bm25_bytes'] / gib:.2f} "
               f"| {r['hnsw_bytes'] / gib:.2f} | {r['peak_rss_bytes'] / gib:.2f} |")
     print("\nLatency, ms (p50 / p95), one question at a time:\n")
@@ -237,7 +247,7 @@ def _print_table(results: list[dict[str, Any]]) -> None:
     for r in results:
         cells = [f"{r[f'{s} p50_ms']:.1f} / {r[f'{s} p95_ms']:.1f}" for s in stages]
         print(f"| {r['chunks']:,} | " + " | ".join(cells)
-              + f" | {r['bm25_identical_top10']:.1%} | {r['hnsw_recall_at_10']:.3f} |")
+              + f" | {r['bm25_identical_top10']:.1%} of {r['exact_questions']} | {r['hnsw_recall_at_10']:.3f} |")
 
 
 def _plot(results: list[dict[str, Any]], path: Path) -> None:

@@ -148,6 +148,8 @@ def _parser() -> argparse.ArgumentParser:
                              help="comma-separated corpus sizes in chunks (default: %(default)s)")
     bench_scale.add_argument("--questions", type=int, default=500, help="dev questions asked per size (default: "
                              "%(default)s)")
+    bench_scale.add_argument("--exact-questions", type=int, default=100, help="questions also ranked by exhaustive "
+                             "BM25, to compare (default: %(default)s)")
     bench_scale.add_argument("--recall-questions", type=int, default=100, help="questions whose HNSW results are "
                              "compared with exact search (default: %(default)s)")
     bench_scale.add_argument("--keep", action="store_true", help="keep the synthetic tables for the next run")
@@ -461,7 +463,7 @@ def _bench_scale(args: argparse.Namespace) -> int:
     if not sizes or min(sizes) < 100:
         raise SystemExit("--sizes needs at least one size of 100 chunks or more")
     return run_benchmark(sizes, args.out, questions=args.questions, recall_questions=args.recall_questions,
-                         keep=args.keep)
+                         exact_questions=args.exact_questions, keep=args.keep)
 
 
 def _bench_llm(args: argparse.Namespace) -> int:
