@@ -23,6 +23,17 @@ def connect(document_store: Any) -> psycopg.Connection:
     return connection
 
 
+def on_primary(document_store: Any) -> Any:
+    """`document_store` itself if it connects through PG_CONN_STR (the primary), else a copy that does: schema
+    changes (installing the BM25 index) cannot run on a read replica."""
+    data = document_store.to_dict()
+    secret = data["init_parameters"].get("connection_string") or {}
+    if secret.get("env_vars", ["PG_CONN_STR"])[0] == "PG_CONN_STR":
+        return document_store
+    data["init_parameters"]["connection_string"] = {"type": "env_var", "env_vars": ["PG_CONN_STR"], "strict": True}
+    return type(document_store).from_dict(data)
+
+
 def run_reconnecting(connection: Callable[[], psycopg.Connection], reconnect: Callable[[], None],
                      work: Callable[[psycopg.Connection], T]) -> T:
     """

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from pmc_rag.components.bm25_index import BM25Tables, drop_bm25_index, install_bm25_index, vacuum_bm25_tables
 from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
+from pmc_rag.components.store_connection import on_primary
 from pmc_rag.database import ensure_database
 from pmc_rag.evaluation.questions import load_questions
 from pmc_rag.evaluation.synthetic_corpus import CorpusStatistics, synthetic_batches
@@ -117,7 +118,7 @@ def _build(connection: psycopg.Connection, stats: CorpusStatistics, table: str, 
         _drop(connection, table)
     settings = _store_settings(pipeline_name)
     pipeline = load_declared_pipeline(pipeline_name, edit=_pointed_at(table))
-    store = pipeline.pipeline.get_component("semantic").document_store
+    store = on_primary(pipeline.pipeline.get_component("semantic").document_store)  # it creates and writes
     # The table (and its keyword index) as the store makes it, without the HNSW index: built once at the end.
     store.search_strategy = "exact_nearest_neighbor"
     store.count_documents()
@@ -260,6 +261,10 @@ def _plot(results: list[dict[str, Any]], path: Path) -> None:
     for stage in [*STAGES, "BM25 exhaustive"]:
         axis.plot(sizes, [r[f"{stage} p95_ms"] for r in results], marker="o", label=stage,
                   linestyle="--" if stage == "BM25 exhaustive" else "-")
+    for target, what in ((50, "BM25 target"), (100, "whole-path target")):
+        axis.axhline(target, color="grey", linewidth=0.8, linestyle=":")
+        axis.annotate(f"{what} ({target} ms)", (sizes[0], target), fontsize=7, color="grey",
+                      textcoords="offset points", xytext=(2, 2))
     axis.set_xscale("log")
     axis.set_yscale("log")
     axis.set_xlabel("chunks")

@@ -39,12 +39,19 @@ _embedded_server = None  # keeps the handle alive for the life of the process
 def ensure_database() -> DatabaseInfo:
     """Resolve the database, start the embedded server if needed, check it, and export `PG_CONN_STR`."""
     configured = os.environ.get("PG_CONN_STR", "").strip()
+    replicas = os.environ.get("PG_READ_CONN_STR", "").strip()
+    if replicas and not configured:
+        raise DatabaseError("PG_READ_CONN_STR names read replicas of a primary server, but PG_CONN_STR (the primary, "
+                            "where ingestion and conversations write) is not set: set both, or neither for the "
+                            "embedded server.")
     if configured:
         info = DatabaseInfo(configured, embedded=False, description=f"PostgreSQL at {redact(configured)} (PG_CONN_STR)")
     else:
         info = DatabaseInfo(_start_embedded(), embedded=True, description=f"embedded PostgreSQL in {pgdata_dir()}")
         os.environ["PG_CONN_STR"] = info.connection_string
     check_server(info.connection_string)
+    if replicas:
+        check_server(replicas)
     return info
 
 

@@ -89,10 +89,17 @@ def test_the_store_is_the_same_everywhere_and_written_only_in_the_bases():
     files_naming_it = sorted(p.name for p in PIPELINES.glob("*.yml") if "PgvectorDocumentStore" in p.read_text())
     assert files_naming_it == ["document_store.yml", "indexing.yml", "rag.yml"]
     store = read_yaml(PIPELINES / "document_store.yml")
+    reads = store["init_parameters"].pop("connection_string")
+    assert reads == {"type": "env_var", "strict": True, "env_vars": ["PG_READ_CONN_STR", "PG_CONN_STR"]}
     for path in SHIPPED:
         for name, component in resolve_pipeline_spec(path)["components"].items():
             if "document_store" in component.get("init_parameters", {}):
-                assert component["init_parameters"]["document_store"] == store, f"{path.name}: {name}"
+                used = component["init_parameters"]["document_store"]
+                # the one permitted difference: where it connects (reads may go to replicas; writes may not)
+                connection = used["init_parameters"].pop("connection_string", None)
+                assert used == store, f"{path.name}: {name}"
+                writes = "writer" in name
+                assert connection == (None if writes else reads), f"{path.name}: {name}"
 
 
 def test_the_listed_drifts_are_gone():

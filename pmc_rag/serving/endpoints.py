@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.bm25_index import BM25Tables, install_bm25_index
+from pmc_rag.components.store_connection import on_primary
 from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.local_llm.supervisor import local_model_server
@@ -71,7 +72,7 @@ class _Endpoint(BasePipelineWrapper):
         self.declared = load_declared_pipeline(self.spec.pipeline)
         store = document_store_of(self.declared.pipeline)
         if store is not None:  # server start is set-up time: a fresh table gets its BM25 index now, not mid-request
-            install_bm25_index(store)
+            install_bm25_index(on_primary(store))
         self.declared.warm_up()  # models load now, before the port opens; a local model server starts
         if self.declared.local_model is not None:
             local_model_server(self.declared.local_model).watch()  # restarted if it dies or hangs
@@ -123,8 +124,11 @@ class AnswerEndpoint(_Endpoint):
         cache = None
         store = document_store_of(self.declared.pipeline)
         if self.config.cache_entries and store is not None:
-            # The chunk table's BM25 index counts its changes: a cached answer lives until the next one.
-            cache = AnswerCache(self.connection_string, BM25Tables.of(store), self.config.cache_entries)
+            # The chunk table's BM25 index counts its changes: a cached answer lives until the next one. Counted
+            # where the pipeline reads (a replica, if PG_READ_CONN_STR names one), so that an answer is kept under
+            # the generation its chunks came from, not the primary's, which a lagging replica has not reached.
+            cache = AnswerCache(store.connection_string.resolve_value(), BM25Tables.of(store),
+                                self.config.cache_entries)
         elif self.config.cache_entries:
             log.warning("%s: answer cache off: the pipeline has no document store to watch for changes",
                         self.spec.name)
