@@ -4,7 +4,7 @@
                         [--recall-questions 100] [--keep]
 
 For each size it builds a table of synthetic chunks fitted to the ingested sample (see synthetic_corpus.py: the
-vocabulary grows with the corpus, so rare words stay rare), through the same store, triggers and indexes as real
+vocabulary grows with the corpus, so most words stay rare), through the same store, triggers and indexes as real
 ingestion, then asks the PubMedQA dev questions through `pipelines/retrieve_hybrid.yml` pointed at that table. It
 reports build and index times, disk and memory, p50/p95 of each retrieval stage and of the whole path, how often
 the pruned BM25 top 10 equals exhaustive BM25's, and HNSW recall@10 against exact search; as a Markdown table,
@@ -33,7 +33,7 @@ from pmc_rag.database import ensure_database
 from pmc_rag.evaluation.questions import load_questions
 from pmc_rag.evaluation.synthetic_corpus import CorpusStatistics, synthetic_batches
 from pmc_rag.paths import DEV_QUESTIONS
-from pmc_rag.pipelines import load_declared_pipeline
+from pmc_rag.pipelines import load_declared_pipeline, pipeline_spec
 
 STAGES = ["query embedding", "HNSW", "BM25", "fusion", "whole path"]
 
@@ -86,10 +86,9 @@ def _sample_statistics(connection: psycopg.Connection, pipeline_name: str) -> Co
 
 
 def _store_settings(pipeline_name: str) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
-    load_declared_pipeline(pipeline_name, edit=lambda spec: settings.update(
-        spec["components"]["semantic"]["init_parameters"]["document_store"]["init_parameters"]))
-    return settings
+    """The semantic retriever's store settings, as the pipeline YAML resolves them (nothing is built)."""
+    return pipeline_spec(pipeline_name)[1]["components"]["semantic"]["init_parameters"]["document_store"][
+        "init_parameters"]
 
 
 def _pointed_at(table: str) -> Callable[[dict[str, Any]], None]:

@@ -11,12 +11,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import psycopg
 import pytest
 from haystack import Pipeline
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
 
 from pmc_rag.components.article_writer import EmbeddingDimensionError
+from pmc_rag.components.bm25_index import BM25Tables
 from pmc_rag.components.section_chunker import SectionChunker
 from pmc_rag.ingestion.runner import ingest
 from pmc_rag.ingestion.sources import read_articles
@@ -255,10 +257,6 @@ def test_two_ingestions_at_once_finish_and_leave_the_statistics_of_one(store, tm
     everything = tmp_path / "all.jsonl"
     everything.write_text("\n".join(lines) + "\n")
     assert stored_ids(store) == expected_chunks([everything], SectionChunker(target_words=180, overlap_words=30))
-    import psycopg
-
-    from pmc_rag.components.bm25_index import BM25Tables
-
     tables = BM25Tables.of(store)
     with psycopg.connect(pg_conn_str) as connection:
         indexed = connection.execute(tables.format("SELECT doc_count, total_len FROM {stats}")).fetchone()
