@@ -13,8 +13,9 @@ to the sample:
 - papers have topics: each synthetic paper takes one sample paper as its topic and draws a share of its words from
   that paper's words, the share by which chunks of one sample paper share words beyond chance. So the words of a
   question (mammography, women, screening) meet in the same chunks as they do in literature; with words drawn
-  independently, no chunk would hold more than one or two of them. A sample paper's rare word reaches a few dozen
-  synthetic chunks at a million, not every copy of the paper;
+  independently, no chunk would hold more than one or two of them. (The sample's own words keep their rates, so
+  a word seen once in the sample is in about as many chunks as copying would give; it is the growing vocabulary
+  that keeps most words rare.)
 - embeddings are random blends of a real chunk embedding of the topic paper and of any other chunk, plus noise,
   so they cluster as real ones do, rather than spreading evenly over the sphere.
 
