@@ -13,6 +13,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from pmc_rag.components.bm25_index import BM25Tables, ensure_bm25_index, writer_lock
+from pmc_rag.components.filter_statistics import ensure_filter_statistics
 from pmc_rag.components.store_connection import connect, run_reconnecting
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class ArticleWriter:
         )
         # Schema changes belong here, at indexing time: the BM25 index's triggers then keep it current.
         ensure_bm25_index(connection, BM25Tables.of(self.document_store))
+        ensure_filter_statistics(connection, self.document_store.schema_name, self.document_store.table_name)
         self._table_dimension = self._read_table_dimension(connection)
         self._connection = connection
         self._check_dimension(self.document_store.embedding_dimension, "the store's `embedding_dimension`")

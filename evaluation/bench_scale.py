@@ -27,6 +27,7 @@ from psycopg import sql
 from tqdm import tqdm
 
 from pmc_rag.components.bm25_index import BM25Tables, drop_bm25_index, install_bm25_index, vacuum_bm25_tables
+from pmc_rag.components.filter_statistics import ensure_filter_statistics
 from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 from pmc_rag.components.store_connection import on_primary
 from pmc_rag.database import ensure_database
@@ -122,6 +123,7 @@ def _build(connection: psycopg.Connection, stats: CorpusStatistics, table: str, 
     store.search_strategy = "exact_nearest_neighbor"
     store.count_documents()
     install_bm25_index(store)
+    ensure_filter_statistics(connection, store.schema_name, table)  # computed by the ANALYZE after the load
     started = time.perf_counter()
     with tqdm(total=size, unit="chunk", desc=f"Loading {size:,} synthetic chunks") as bar:
         for batch in synthetic_batches(stats, size):

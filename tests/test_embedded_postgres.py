@@ -111,6 +111,8 @@ def test_sigterm_to_the_embedded_postgres_under_a_running_server_is_503s_then_an
                     break
             except httpx.TransportError:
                 time.sleep(0.5)
+        # `pmc-rag serve` gives each request's model work one thread (server.torch_threads' default).
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=30).json()["torch_threads"] == 1
         postgres = postmaster_pid(tmp_path / "home")
         os.kill(postgres, signal.SIGTERM)
         statuses: list[int] = []

@@ -48,6 +48,7 @@ class ServeConfig:
     max_queued_answers: int = 8         # answers waiting for a turn; beyond this, 503 with Retry-After
     max_queue_wait_s: float = 60        # an answer that waited this long for a turn gets 503 instead
     answer_deadline_s: float = 240      # an answer not done this long after its request arrived is stopped (504)
+    torch_threads: int = 1              # threads each request's model work may use; 0: as many as there are cores
     source: Path = field(default=PROJECT_ROOT / "hayhooks.yml")
 
     @property
@@ -96,6 +97,7 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         max_queued_answers=int(_number(server, "max_queued_answers", 8, source, "server")),
         max_queue_wait_s=float(_number(server, "max_queue_wait_s", 60, source, "server")),
         answer_deadline_s=float(_number(server, "answer_deadline_s", 240, source, "server")),
+        torch_threads=max(0, int(_number(server, "torch_threads", 1, source, "server"))),
         source=source,
     )
 

@@ -24,7 +24,8 @@ from pydantic import BaseModel, Field
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.bm25_index import BM25Tables, install_bm25_index
-from pmc_rag.components.store_connection import on_primary
+from pmc_rag.components.filter_statistics import ensure_filter_statistics
+from pmc_rag.components.store_connection import connect, on_primary
 from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.local_llm.supervisor import local_model_server
@@ -72,7 +73,10 @@ class _Endpoint(BasePipelineWrapper):
         self.declared = load_declared_pipeline(self.spec.pipeline)
         store = document_store_of(self.declared.pipeline)
         if store is not None:  # server start is set-up time: a fresh table gets its BM25 index now, not mid-request
-            install_bm25_index(on_primary(store))
+            primary = on_primary(store)
+            install_bm25_index(primary)
+            with connect(primary) as connection:  # without them, the semantic leg scans every vector
+                ensure_filter_statistics(connection, primary.schema_name, primary.table_name)
         self.declared.warm_up()  # models load now, before the port opens; a local model server starts
         if self.declared.local_model is not None:
             local_model_server(self.declared.local_model).watch()  # restarted if it dies or hangs
