@@ -10,10 +10,11 @@ from haystack.document_stores.types import FilterPolicy, apply_filter_policy
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from psycopg import sql
 from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
 
 from pmc_rag.components.bm25_index import BM25IndexMissing, BM25Tables, bm25_index_exists
 from pmc_rag.components.sql_filters import filter_condition
-from pmc_rag.components.store_connection import connect, run_reconnecting
+from pmc_rag.components.store_connection import open_pool, run_pooled
 
 # Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)).
 # Only the question's `max_query_terms` most informative terms (highest idf) are scored, which bounds the work
@@ -74,6 +75,8 @@ LIMIT %s
 # while too few pass, up to _MOST_CANDIDATES; past that, scoring everything is as cheap.
 _FILTER_HEADROOM = 8
 _MOST_CANDIDATES = 10_000
+# Sessions one retriever keeps for requests running side by side (a request holds one for its three statements).
+_CONNECTIONS = 8
 
 # The question's words that no indexed chunk contains: a word is unknown when none of its lexemes is indexed (a
 # hyphenated word such as "treatment-resistant" is known when its parts are). Stop words have no lexemes.
@@ -158,7 +161,7 @@ class PgvectorBM25Retriever:
         self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
         self.return_embedding = return_embedding
         self.exhaustive = exhaustive
-        self._connection: psycopg.Connection | None = None
+        self._pool: ConnectionPool | None = None
 
     @property
     def tables(self) -> BM25Tables:
@@ -184,20 +187,20 @@ class PgvectorBM25Retriever:
 
         :raises BM25IndexMissing: When it has none; the message says how to install it.
         """
-        if self._connection is not None and not self._connection.closed:
+        if self._pool is not None:
             return
-        connection = connect(self.document_store)
-        if not bm25_index_exists(connection, self.tables):
-            connection.close()
+        pool = open_pool(self.document_store.connection_string.resolve_value() or "", _CONNECTIONS, "pmc-rag bm25")
+        if not run_pooled(pool, lambda connection: bm25_index_exists(connection, self.tables)):
+            pool.close()
             raise BM25IndexMissing(
                 f"table {self.tables.schema}.{self.tables.table} has no BM25 index. It is installed when chunks are "
                 "written through the indexing pipeline (pmc-rag ingest) and by `pmc-rag setup`; run one of them.")
-        self._connection = connection
+        self._pool = pool
 
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     @component.output_types(documents=list[Document], unknown_words=list[str], word_shares=dict[str, float])
     def run(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None) -> dict[str, Any]:
@@ -228,7 +231,7 @@ class PgvectorBM25Retriever:
                 rows = self._search(cursor, query, top_k, filters, where_params, top, fetch, exhaustive)
                 return rows, {row["word"]: row["share"] for row in cursor.execute(shares, (query,)).fetchall()}
 
-        rows, word_shares = run_reconnecting(lambda: self._connection, self._reconnect, search)
+        rows, word_shares = run_pooled(self._pool, search)
         return {"documents": [_to_document(row) for row in rows],
                 "unknown_words": [word for word, share in word_shares.items() if share == 0],
                 "word_shares": word_shares}
@@ -250,9 +253,6 @@ class PgvectorBM25Retriever:
         return cursor.execute(exhaustive, (query, self.max_query_terms, self.k1, self.b, self.b, *where_params,
                                            top_k)).fetchall()
 
-    def _reconnect(self) -> None:
-        self.close()
-        self.warm_up()
 
 
 def _to_document(row: dict[str, Any]) -> Document:

@@ -1,6 +1,8 @@
-"""The connection a component keeps to its document store's database, shared by the writer and the BM25 retriever.
+"""The connections components keep to their document store's database: the writer's and the BM25 retriever's.
 
-`connect(store)` opens it as both want it (autocommit, pgvector's types registered). pmc-rag's sessions with the embedded PostgreSQL end after a few seconds idle (so that a server asked to shut down
+`connect(store)` opens one as both want it (autocommit, pgvector's types registered). `open_pool(connection_string, size, name)` keeps
+several for a component that requests run side by side (the server runs each request in a thread of its own: on
+one shared connection their queries waited for each other). `run_pooled` runs work on one of them. pmc-rag's sessions with the embedded PostgreSQL end after a few seconds idle (so that a server asked to shut down
 is not kept waiting by them), and any server may restart; a component that keeps a connection between runs then
 holds one that fails on first use. `run_reconnecting` connects anew and runs the work once more in that case.
 """
@@ -12,6 +14,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
 
 T = TypeVar("T")
 
@@ -21,6 +24,36 @@ def connect(document_store: Any) -> psycopg.Connection:
     connection = psycopg.connect(document_store.connection_string.resolve_value() or "", autocommit=True)
     register_vector(connection)
     return connection
+
+
+def open_pool(connection_string: str, max_size: int, application_name: str, vector_types: bool = True
+              ) -> ConnectionPool:
+    """Up to `max_size` autocommit connections to `connection_string`, opened as needed, with pgvector's types
+    registered if `vector_types` (the extension must exist); `application_name` names them in pg_stat_activity.
+    A connection is checked before it is handed out (the embedded server ends sessions idle for a few seconds) and
+    closed once idle a while, so no request gets a dead one."""
+    from pmc_rag.embedded_postgres import IDLE_SESSION_S
+
+    return ConnectionPool(
+        connection_string, min_size=0, max_size=max_size,
+        kwargs={"autocommit": True, "application_name": application_name},
+        configure=register_vector if vector_types else None,
+        check=ConnectionPool.check_connection, max_idle=IDLE_SESSION_S / 2, timeout=10, num_workers=1, open=True,
+        name=application_name)
+
+
+def run_pooled(pool: ConnectionPool, work: Callable[[psycopg.Connection], T]) -> T:
+    """`work` on a connection of `pool`; once more on another if the session was lost meanwhile (a server
+    restart): a transaction on a lost session was rolled back, so running it again is safe."""
+    connection = None
+    try:
+        with pool.connection() as connection:
+            return work(connection)
+    except psycopg.OperationalError:  # PoolTimeout too: no connection could be made
+        if connection is None or not (connection.closed or connection.broken):
+            raise
+    with pool.connection() as connection:  # the pool has dropped the broken one
+        return work(connection)
 
 
 def on_primary(document_store: Any) -> Any:

@@ -13,11 +13,14 @@ loses nothing. Tables (created on first use, in the same database as the chunks)
 from __future__ import annotations
 
 import secrets
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
+
+from pmc_rag.components.store_connection import open_pool
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pmc_rag_conversations (
@@ -73,13 +76,17 @@ class ConversationStore:
     def __init__(self, connection_string: str, retention_days: float = 30):
         self.connection_string = connection_string
         self.retention_days = retention_days
+        self._pool = open_pool(connection_string, 8, "pmc-rag conversations", vector_types=False)
         with self._connect() as connection:
             connection.execute(_SCHEMA)
         self.purge_expired()
 
-    def _connect(self) -> psycopg.Connection:
-        # A connection per call: the server runs requests on many threads, and these calls are few and short.
-        return psycopg.connect(self.connection_string, autocommit=True, connect_timeout=5)
+    def _connect(self) -> AbstractContextManager[psycopg.Connection]:
+        # Pooled: every request writes the audit trail, and opening a session each time cost more than the write.
+        return self._pool.connection()
+
+    def close(self) -> None:
+        self._pool.close()
 
     @staticmethod
     def new_id() -> str:
