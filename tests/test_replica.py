@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import httpx
+import psutil
 import psycopg
 import pytest
+import yaml
 from haystack import Document
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
@@ -24,7 +29,7 @@ from pmc_rag.components.store_connection import on_primary
 from pmc_rag.pipelines import load_declared_pipeline
 from pmc_rag.serving.cache import AnswerCache
 
-from conftest import make_store
+from conftest import PROJECT_ROOT, free_port, make_store, pipeline_file_for
 
 UNIT = [0.0] * 383 + [1.0]
 
@@ -137,3 +142,49 @@ def test_answering_pipelines_read_from_pg_read_conn_str_and_set_up_on_the_primar
     assert on_primary(store).connection_string.resolve_value() == pg_conn_str
     monkeypatch.delenv("PG_READ_CONN_STR")
     assert store.connection_string.resolve_value() == pg_conn_str  # unset: everything on the primary
+
+
+def test_two_server_processes_read_the_replica_and_write_the_audit_trail_to_the_primary(pg_conn_str, replica,
+                                                                                        table_name, tmp_path):
+    """`server.workers: 2`: two processes answer on one port, both reading the replica; the audit rows they
+    write land on the primary (the replica refuses writes), and SIGTERM to `pmc-rag serve` stops both."""
+    writer = ArticleWriter(document_store=make_store(table_name))
+    writer.run(documents=[Document(id="PMC1-0", content="Malaria vaccine trial in Kenya.", embedding=UNIT,
+                                   meta={"source_id": "PMC1", "word_count": 50})])
+    writer.close()
+    caught_up(pg_conn_str, replica)
+    config = {"server": {"host": "127.0.0.1", "workers": 2}, "endpoints": [
+        {"name": "retrieve", "pipeline": str(pipeline_file_for("retrieve_bm25", table_name, tmp_path)),
+         "kind": "retrieval", "rest": True, "chat": False}]}
+    (tmp_path / "hayhooks.yml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    log = open(tmp_path / "serve.log", "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pmc_rag.cli", "serve", "--config", str(tmp_path / "hayhooks.yml"), "--port",
+         str(port)], cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PG_CONN_STR": pg_conn_str, "PG_READ_CONN_STR": replica, "PMC_RAG_HOME": str(tmp_path)})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while (tmp_path / "serve.log").read_text().count("[worker process") < 2:
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.5)
+        answered_by: set[int] = set()
+        question = f"malaria vaccine {table_name}"  # its audit rows are this test's alone
+        for _ in range(40):  # a new connection each time: the kernel hands them to either process
+            found = httpx.post(f"{base}/retrieve/run", json={"question": question}, timeout=60)
+            assert found.status_code == 200, found.text
+            assert [c["chunk_id"] for c in found.json()["result"]["chunks"]] == ["PMC1-0"]
+            answered_by.add(httpx.get(f"{base}/health", timeout=60).json()["process"])
+        workers = [p.pid for p in psutil.Process(server.pid).children(recursive=True) if "spawn_main" in " ".join(
+            p.cmdline())]
+        assert len(answered_by) == 2 and answered_by <= set(workers), (answered_by, workers)
+        with psycopg.connect(pg_conn_str) as primary:
+            audited = primary.execute("SELECT count(*) FROM pmc_rag_audit WHERE endpoint = 'retrieve' AND "
+                                      "question = %s", (question,)).fetchone()[0]
+        assert audited == 40
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+        log.close()
+    assert not any(psutil.pid_exists(pid) for pid in answered_by)

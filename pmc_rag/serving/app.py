@@ -19,19 +19,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from pmc_rag.database import unreachable
-from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
+from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server
 from pmc_rag.paths import home
 from pmc_rag.pipelines import pipeline_spec
 from pmc_rag.serving import endpoints
 from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_owner, current_request_id,
                                     internal_error_detail, owner_of)
-from pmc_rag.serving.config import ServeConfig, ServeConfigError
+from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
 
 log = logging.getLogger("pmc_rag.serve")
@@ -46,8 +47,15 @@ class PipelineWrapper({base}):
 
 
 def write_wrapper_folders(config: ServeConfig) -> Path:
-    """One folder per endpoint with its `pipeline_wrapper.py`, under PMC_RAG_HOME/hayhooks/ (rewritten each start)."""
-    folder = home() / "hayhooks"
+    """One folder per endpoint with its `pipeline_wrapper.py`, under PMC_RAG_HOME/hayhooks/<pid>/: each server
+    process has its own (worker processes start at once, and servers on other ports may share PMC_RAG_HOME);
+    those of processes no longer running are removed."""
+    import psutil
+
+    for stale in (home() / "hayhooks").glob("*"):
+        if not (stale.name.isdigit() and psutil.pid_exists(int(stale.name))):
+            shutil.rmtree(stale, ignore_errors=True)
+    folder = home() / "hayhooks" / str(os.getpid())
     shutil.rmtree(folder, ignore_errors=True)
     for endpoint in config.endpoints:
         base = "AnswerEndpoint" if endpoint.kind == "answer" else "RetrievalEndpoint"
@@ -141,6 +149,7 @@ def health_report(config: ServeConfig, local_models: list[LocalModelSpec]) -> di
     import torch
 
     report["torch_threads"] = torch.get_num_threads()  # hayhooks.yml server.torch_threads, as the models run
+    report["process"] = os.getpid()  # with server.workers > 1: which worker answered
     return report
 
 
@@ -375,30 +384,91 @@ async def _reject(send: Any, status: int, detail: str) -> None:
 
 
 def serve(config: ServeConfig) -> None:
-    """Build the app (every model warmed up) and serve it until interrupted."""
-    import uvicorn
-
+    """Build the app (every model warmed up) and serve it until interrupted: in this process, or in
+    `config.workers` processes sharing the port."""
     from pmc_rag.database import ensure_database
 
-    if not log.handlers:  # one line per request: timings, the model that answered, the answer's flags
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)-8s | %(name)s | %(message)s",
-                                               "%Y-%m-%d %H:%M:%S"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
+    _log_requests()
     database = ensure_database()
     print(f"Database: {database.description}", flush=True)
+    local_models = local_model_specs(config)
+    stop_watching = threading.Event()
+    if database.embedded:
+        threading.Thread(target=_keep_embedded_database_up, args=(stop_watching,), daemon=True,
+                         name="pmc-rag-database-watch").start()
+    # Uvicorn shuts down gracefully on SIGTERM, then raises the signal again; with the default handler the process
+    # would die right there, before the cleanup below and the embedded database's, leaving the model server behind.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        if config.workers > 1:
+            _serve_in_workers(config, local_models)
+        else:
+            _use_torch_threads(config)
+            _Server(uvicorn_config(build_app(config), config), _ready_lines(config)).run()
+    finally:
+        stop_watching.set()
+        for spec in local_models:  # the model servers this server started go with it
+            local = local_model_server(spec)
+            local.stop_watching()
+            if local.process is not None:
+                local.stop()
+
+
+def _serve_in_workers(config: ServeConfig, local_models: list[LocalModelSpec]) -> None:
+    """`config.workers` processes, each with the whole app, accept on one socket: requests spread over the cores
+    instead of waiting for one process's interpreter lock. This process starts the model servers they share (one
+    start, not one per worker at once) and watches them; each worker's limits (answers at once, queue) are its own."""
+    from uvicorn.supervisors import Multiprocess
+
+    for spec in local_models:
+        local = local_model_server(spec)
+        try:
+            local.ensure_running()
+        except LocalModelError as error:  # as in one process: answers fail over to the next generator
+            log.warning("%s", error)
+        local.watch()
+    os.environ[WORKER_CONFIG] = json.dumps({"path": str(config.source), "host": config.host, "port": config.port})
+    settings = uvicorn_config("pmc_rag.serving.app:worker_app", config, factory=True, workers=config.workers)
+    print(f"Starting {config.workers} worker processes; each says when it serves.", flush=True)
+    Multiprocess(settings, sockets=[settings.bind_socket()]).run()
+
+
+def worker_app() -> FastAPI:
+    """The app of one worker process of `_serve_in_workers` (uvicorn calls this in the new process)."""
+    from pmc_rag.serving.config import load_serve_config
+
+    _log_requests()
+    config = load_serve_config(**json.loads(os.environ[WORKER_CONFIG]))
+    _use_torch_threads(config)
+    app = build_app(config)
+    # The socket is open already (the parent process opened it); this worker accepts on it once this returns.
+    print(f"[worker process {os.getpid()}] {_ready_lines(config)}", flush=True)
+    return app
+
+
+def uvicorn_config(app: Any, config: ServeConfig, **options: Any) -> uvicorn.Config:
+    return uvicorn.Config(app, host=config.host, port=config.port, log_level="warning", **options)
+
+
+def _use_torch_threads(config: ServeConfig) -> None:
     if config.torch_threads:
         import torch
 
         # Requests run side by side in threads: one thread each keeps every core busy with whole requests, where
         # several threads per small matrix product mostly wait for each other (measured: README, "Throughput").
         torch.set_num_threads(config.torch_threads)
-    app = build_app(config)
-    stop_watching = threading.Event()
-    if database.embedded:
-        threading.Thread(target=_keep_embedded_database_up, args=(stop_watching,), daemon=True,
-                         name="pmc-rag-database-watch").start()
+
+
+def _log_requests() -> None:
+    if not log.handlers:  # one line per request: timings, the model that answered, the answer's flags
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)-8s | %(name)s | %(message)s",
+                                               "%Y-%m-%d %H:%M:%S"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+def _ready_lines(config: ServeConfig) -> str:
     base = f"http://{config.host}:{config.port}"
     answer = next((e.name for e in config.endpoints if e.kind == "answer" and e.rest), None)
     ready = [f"Serving {', '.join(e.name for e in config.endpoints)} on {base} (OpenAPI: {base}/docs; "
@@ -406,22 +476,17 @@ def serve(config: ServeConfig) -> None:
     if answer:
         ready.append(f"Try, from another terminal:\n  curl -s {base}/{answer}/run -H 'Content-Type: application/json'"
                      " -d '{\"question\": \"Is first-line erlotinib effective in EGFR-mutant lung cancer?\"}'")
+    return "\n".join(ready)
 
-    class Server(uvicorn.Server):
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets)
-            if self.started:  # the port is open: say so only now
-                print("\n".join(ready), flush=True)
 
-    # Uvicorn shuts down gracefully on SIGTERM, then raises the signal again; with the default handler the process
-    # would die right there, before the cleanup below and the embedded database's, leaving the model server behind.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    try:
-        Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")).run()
-    finally:
-        stop_watching.set()
-        for spec in app.state.local_models:  # the model servers this server started go with it
-            local = local_model_server(spec)
-            local.stop_watching()
-            if local.process is not None:
-                local.stop()
+class _Server(uvicorn.Server):
+    """Says it serves once the port is open."""
+
+    def __init__(self, config: uvicorn.Config, ready: str):
+        super().__init__(config)
+        self.ready = ready
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(self.ready, flush=True)

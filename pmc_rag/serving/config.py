@@ -16,6 +16,11 @@ CLIENT_PARAMETERS = {"filters", "top_k", "conversation_id"}
 ENDPOINT_KINDS = {"answer", "retrieval"}
 
 
+# Set in each worker process of `server.workers` > 1: where its configuration comes from (a JSON of
+# load_serve_config's arguments). Its presence says "this is a worker".
+WORKER_CONFIG = "PMC_RAG_SERVE_WORKER_CONFIG"
+
+
 class ServeConfigError(ValueError):
     """hayhooks.yml is not usable; the message names the key and what to write instead."""
 
@@ -49,6 +54,7 @@ class ServeConfig:
     max_queue_wait_s: float = 60        # an answer that waited this long for a turn gets 503 instead
     answer_deadline_s: float = 240      # an answer not done this long after its request arrived is stopped (504)
     torch_threads: int = 1              # threads each request's model work may use; 0: as many as there are cores
+    workers: int = 1                    # processes serving the port, each with all models loaded
     source: Path = field(default=PROJECT_ROOT / "hayhooks.yml")
 
     @property
@@ -98,6 +104,7 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         max_queue_wait_s=float(_number(server, "max_queue_wait_s", 60, source, "server")),
         answer_deadline_s=float(_number(server, "answer_deadline_s", 240, source, "server")),
         torch_threads=max(0, int(_number(server, "torch_threads", 1, source, "server"))),
+        workers=max(1, int(_number(server, "workers", 1, source, "server"))),
         source=source,
     )
 
