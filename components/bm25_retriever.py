@@ -13,6 +13,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from pmc_rag.components.bm25_index import BM25IndexMissing, BM25Tables, bm25_index_exists
+from pmc_rag.components.chunk_rows import document_from_row
 from pmc_rag.components.sql_filters import filter_condition
 from pmc_rag.components.store_connection import open_pool, run_pooled
 
@@ -232,7 +233,7 @@ class PgvectorBM25Retriever:
                 return rows, {row["word"]: row["share"] for row in cursor.execute(shares, (query,)).fetchall()}
 
         rows, word_shares = run_pooled(self._pool, search)
-        return {"documents": [_to_document(row) for row in rows],
+        return {"documents": [document_from_row(row) for row in rows],
                 "unknown_words": [word for word, share in word_shares.items() if share == 0],
                 "word_shares": word_shares}
 
@@ -252,14 +253,3 @@ class PgvectorBM25Retriever:
             wanted *= _FILTER_HEADROOM
         return cursor.execute(exhaustive, (query, self.max_query_terms, self.k1, self.b, self.b, *where_params,
                                            top_k)).fetchall()
-
-
-
-def _to_document(row: dict[str, Any]) -> Document:
-    embedding = row["embedding"]
-    return Document(
-        id=row["id"], content=row["content"], meta=row["meta"] or {}, score=float(row["score"]),
-        # pgvector's psycopg adapter gives a numpy array, or a `Vector` where the numpy loader is not registered
-        embedding=None if embedding is None else
-        embedding.to_list() if hasattr(embedding, "to_list") else [float(x) for x in embedding],
-    )
