@@ -26,10 +26,11 @@ def connect(document_store: Any) -> psycopg.Connection:
     return connection
 
 
-def open_pool(connection_string: str, max_size: int, application_name: str, vector_types: bool = True
-              ) -> ConnectionPool:
+def open_pool(connection_string: str, max_size: int, application_name: str, vector_types: bool = True,
+              settings: dict[str, Any] | None = None) -> ConnectionPool:
     """Up to `max_size` autocommit connections to `connection_string`, opened as needed, with pgvector's types
-    registered if `vector_types` (the extension must exist); `application_name` names them in pg_stat_activity.
+    registered if `vector_types` (the extension must exist) and the session `settings` (such as hnsw.ef_search)
+    made; `application_name` names them in pg_stat_activity.
     A connection is checked before it is handed out (the embedded server ends sessions idle for a few seconds) and
     closed once idle a while, so no request gets a dead one."""
     from pmc_rag.embedded_postgres import IDLE_SESSION_S
@@ -37,9 +38,16 @@ def open_pool(connection_string: str, max_size: int, application_name: str, vect
     return ConnectionPool(
         connection_string, min_size=0, max_size=max_size,
         kwargs={"autocommit": True, "application_name": application_name},
-        configure=register_vector if vector_types else None,
+        configure=lambda connection: _configure(connection, vector_types, settings or {}),
         check=ConnectionPool.check_connection, max_idle=IDLE_SESSION_S / 2, timeout=10, num_workers=1, open=True,
         name=application_name)
+
+
+def _configure(connection: psycopg.Connection, vector_types: bool, settings: dict[str, Any]) -> None:
+    if vector_types:
+        register_vector(connection)
+    for name, value in settings.items():
+        connection.execute("SELECT set_config(%s, %s, false)", (name, str(value)))
 
 
 def run_pooled(pool: ConnectionPool, work: Callable[[psycopg.Connection], T]) -> T:
