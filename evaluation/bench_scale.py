@@ -112,6 +112,7 @@ def _build(connection: psycopg.Connection, stats: CorpusStatistics, table: str, 
     if exists and connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0] \
             == size:
         print(f"\n{table}: reusing the table kept from an earlier run")
+        ensure_filter_statistics(connection, "public", table)  # a table kept from before they existed
         previous = connection.execute("SELECT obj_description(%s::regclass)", (table,)).fetchone()[0]
         return {**json.loads(previous or "{}"), **_sizes(connection, table)}
     if exists:
