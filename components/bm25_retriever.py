@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool
 from pmc_rag.components.bm25_index import BM25IndexMissing, BM25Tables, bm25_index_exists
 from pmc_rag.components.chunk_rows import document_from_row
 from pmc_rag.components.sql_filters import filter_condition
-from pmc_rag.components.store_connection import open_pool, run_pooled
+from pmc_rag.components.store_connection import open_pool, run_pooled, with_store_from_dict
 
 # Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)); a term adds idf * tf / (tf + k1 * (1 - b + b * dl / avgdl)).
 # Only the question's `max_query_terms` most informative terms (highest idf) are scored, which bounds the work
@@ -177,10 +177,7 @@ class PgvectorBM25Retriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PgvectorBM25Retriever:
-        data = {**data, "init_parameters": dict(data["init_parameters"])}
-        params = data["init_parameters"]
-        params["document_store"] = PgvectorDocumentStore.from_dict(params["document_store"])
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, with_store_from_dict(data))
 
     def warm_up(self) -> None:
         """Connect, and check that the table has its BM25 index (installed at indexing time, never here: building

@@ -16,16 +16,16 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-# (name suffix, integer metadata field) pairs that pipelines filter on in every request.
-FILTERED_INTEGER_FIELDS = (("word_count", "word_count"),)
+# Integer metadata fields that pipelines filter on in every request.
+FILTERED_INTEGER_FIELDS = ("word_count",)
 
 
 def ensure_filter_statistics(connection: psycopg.Connection, schema: str, table: str) -> bool:
     """Create expression statistics for the always-on filters of `schema.table` if missing, then ANALYZE it so that
     the planner sees them at once. Returns True if it created any. Needs an autocommit connection."""
     created = False
-    for suffix, field in FILTERED_INTEGER_FIELDS:
-        name = f"{table}__{suffix}_stats"
+    for field in FILTERED_INTEGER_FIELDS:
+        name = f"{table}__{field}_stats"
         exists = connection.execute(
             "SELECT 1 FROM pg_statistic_ext s JOIN pg_namespace n ON n.oid = s.stxnamespace "
             "WHERE n.nspname = %s AND s.stxname = %s", (schema, name)).fetchone()

@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool
 
 from pmc_rag.components.chunk_rows import document_from_row
 from pmc_rag.components.sql_filters import filter_condition
-from pmc_rag.components.store_connection import open_pool, run_pooled
+from pmc_rag.components.store_connection import open_pool, run_pooled, with_store_from_dict
 
 # pgvector's distance operator per similarity, and the score the stock retriever reports for it.
 _DISTANCES = {
@@ -84,10 +84,7 @@ class PgvectorPooledEmbeddingRetriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PgvectorPooledEmbeddingRetriever:
-        data = {**data, "init_parameters": dict(data["init_parameters"])}
-        params = data["init_parameters"]
-        params["document_store"] = PgvectorDocumentStore.from_dict(params["document_store"])
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, with_store_from_dict(data))
 
     def warm_up(self) -> None:
         """Open the pool (sessions are made as requests need them)."""

@@ -64,6 +64,16 @@ def run_pooled(pool: ConnectionPool, work: Callable[[psycopg.Connection], T]) ->
         return work(connection)
 
 
+def with_store_from_dict(data: dict[str, Any]) -> dict[str, Any]:
+    """A retriever's serialized form with its `document_store` turned back into a PgvectorDocumentStore, for
+    `from_dict` (the serialized input is left as it was)."""
+    from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+    params = dict(data["init_parameters"])
+    params["document_store"] = PgvectorDocumentStore.from_dict(params["document_store"])
+    return {**data, "init_parameters": params}
+
+
 def on_primary(document_store: Any) -> Any:
     """`document_store` itself if it connects through PG_CONN_STR (the primary), else a copy that does: schema
     changes (installing the BM25 index) cannot run on a read replica."""
