@@ -129,13 +129,14 @@ def _chat(*messages: str, **fields: Any) -> dict:
     (_chat(QUESTION, top_k="5"), "`top_k` must be a whole number from 1 to 50"),
     (_chat(QUESTION, filters="recent"), "`filters` must be an object"),
     (_chat(QUESTION, stream="yes"), "`stream` must be true or false"),
+    (_chat(QUESTION, source_events="yes"), "`source_events` must be true or false"),
     (_chat("first question\x00 with a NUL", QUESTION), "`messages[0]`: `question` contains control characters"),
     (_chat("why " * 100, QUESTION), "`messages[0]`: `question` is 399 characters; the limit is 300"),
     ({"model": "rag", "messages": [{"content": QUESTION}]}, "`messages[0]` must be an object with a `role`"),
     ({"model": "rag", "messages": [{"role": "user", "content": 42}]}, "`messages[0]`.content must be a string"),
     ({"model": "rag", "messages": ["hello"]}, "`messages[0]` must be an object with a `role`"),
 ], ids=["model-list", "numeric-conversation", "metadata-string", "metadata-id-number", "top_k-zero", "top_k-string",
-        "filters-string", "stream-string", "nul-earlier", "long-earlier", "no-role", "content-number", "message-str"])
+        "filters-string", "stream-string", "source-events-string", "nul-earlier", "long-earlier", "no-role", "content-number", "message-str"])
 def test_chat_fields_are_checked_as_the_rest_endpoint_checks_its_own(client, body, message):
     response = client.post("/v1/chat/completions", json=body)
     assert response.status_code == 422, response.text
@@ -194,6 +195,56 @@ def test_repeated_questions_come_from_the_cache_until_the_corpus_changes(client,
         connection.execute(f"UPDATE {TABLE} SET content = content WHERE id = (SELECT min(id) FROM {TABLE})")
     third = client.post("/rag/run", json={"question": question}).json()["result"]
     assert not third["cached"]
+
+
+def _sse(response: Any) -> tuple[str, list[dict]]:
+    """A streamed chat reply's text and its custom events (`data: {"event": ...}` lines), in order."""
+    text, events = "", []
+    for line in response.iter_lines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        data = json.loads(line.removeprefix("data: "))
+        if "event" in data:
+            events.append(data["event"])
+        else:
+            content = data["choices"][0]["delta"].get("content") or ""
+            assert not (events and content), "Open WebUI's events come after the text"
+            text += content
+    return text, events
+
+
+def test_open_webui_gets_a_source_event_per_citation_number_and_other_clients_none(client):
+    question = "Does erlotinib prolong survival in EGFR-mutant NSCLC compared with chemotherapy?"
+    with client.stream("POST", "/v1/chat/completions", json=_chat(question, stream=True),
+                       headers={"X-OpenWebUI-Chat-Id": "chat-1", "X-OpenWebUI-User-Id": "u1"}) as response:
+        assert response.status_code == 200
+        text, events = _sse(response)
+    references = dict(re.findall(r"^\[(\d+)\] (PMC\d+|PMID:\d+)", text, re.MULTILINE))
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", text.split("References:")[0])}
+    assert references and cited and cited <= {int(n) for n in references}
+    assert [event["type"] for event in events] == ["source"] * max(cited)
+    for number, event in enumerate(events, start=1):  # Open WebUI links [n] to the n-th source of the message
+        data = event["data"]
+        source_id = references[str(number)]
+        assert data["metadata"][0]["source_id"] == source_id and data["metadata"][0]["number"] == number
+        assert data["source"]["url"].rstrip("/").endswith(source_id.replace("PMID:", ""))
+        assert data["metadata"][0]["source"] == data["source"]["url"]  # one citation per paper
+        assert data["metadata"][0]["name"] and data["metadata"][0]["name"] != source_id  # the title
+        assert len(data["document"][0].split("\n\n", 1)[1]) > 20  # the supporting sentence
+    # A follow-up, its history resent as Open WebUI does: numbers continue, and every number has its event.
+    history = [{"role": "user", "content": question}, {"role": "assistant", "content": text},
+               {"role": "user", "content": "What about its side effects?"}]
+    with client.stream("POST", "/v1/chat/completions", json={"model": "rag", "messages": history, "stream": True},
+                       headers={"X-PMC-RAG-Sources": "open-webui"}) as response:
+        follow_up, follow_up_events = _sse(response)
+    numbers = {int(n) for n in re.findall(r"\[(\d+)\]", follow_up.split("References:")[0])}
+    assert len(follow_up_events) == max(numbers | {0})
+    for number in numbers:
+        assert follow_up_events[number - 1]["data"]["metadata"][0]["number"] == number
+    # Without the headers (the openai client, curl), the stream is as before: no event lines at all.
+    with client.stream("POST", "/v1/chat/completions", json=_chat(question, stream=True)) as response:
+        plain, plain_events = _sse(response)
+    assert plain_events == [] and "References:" in plain
 
 
 def start_server(serve_config, port: int, env: dict) -> subprocess.Popen:

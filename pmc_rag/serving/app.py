@@ -299,6 +299,8 @@ def check_chat_fields(data: dict[str, Any], max_question_chars: int) -> tuple[in
         return 422, "`filters` must be an object, e.g. {\"year_from\": 2015}"
     if not isinstance(data.get("stream", False), bool):
         return 422, "`stream` must be true or false"
+    if not isinstance(data.get("source_events", False), bool):
+        return 422, "`source_events` must be true or false (true: Open WebUI's citation events in the stream)"
     return None
 
 

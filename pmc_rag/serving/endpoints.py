@@ -22,6 +22,7 @@ from typing import Annotated, Any
 from fastapi import HTTPException
 from hayhooks import BasePipelineWrapper
 from pydantic import BaseModel, Field
+from starlette.datastructures import Headers
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.bm25_index import BM25Tables, install_bm25_index
@@ -38,6 +39,7 @@ from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig
 from pmc_rag.serving.conversation import cited_per_turn_from_history, numbers_from_history, standalone_query
 from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
 from pmc_rag.serving.history import ConversationStore
+from pmc_rag.serving.open_webui import source_events, wants_source_events
 from pmc_rag.serving.streaming import CitationStream, StructuredTokens
 
 log = logging.getLogger("pmc_rag.serve")
@@ -155,15 +157,18 @@ class AnswerEndpoint(_Endpoint):
         """
         return self.service.answer(question, filters, top_k, conversation_id)
 
-    def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> str | Generator:
+    def run_chat_completion(self, model: str, messages: list[dict], body: dict, headers: Headers | None = None
+                            ) -> str | Generator:
         """OpenAI chat: the last user message is the question; earlier turns come from the conversation id
-        (`conversation_id` in the body or in `metadata`) or, without one, from the history the client resent."""
+        (`conversation_id` in the body or in `metadata`) or, without one, from the history the client resent.
+        A streamed reply to Open WebUI also carries a `source` event per citation number (see
+        pmc_rag.serving.open_webui)."""
         question, conversation_id, history = self._chat_request(messages, body)
         if not body.get("stream"):
             answer = self.service.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
                                          history=history)
             return chat_text(answer, streamed="")
-        return self._stream(question, body, conversation_id, history)
+        return self._stream(question, body, conversation_id, history, wants_source_events(headers, body))
 
     def _chat_request(self, messages: list[dict], body: dict) -> tuple[str, str | None, Any]:
         users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
@@ -181,7 +186,8 @@ class AnswerEndpoint(_Endpoint):
             history = (queries, numbers_from_history(messages), cited_per_turn_from_history(messages))
         return question, conversation_id, history
 
-    def _stream(self, question: str, body: dict, conversation_id: str | None, history: Any) -> Generator:
+    def _stream(self, question: str, body: dict, conversation_id: str | None, history: Any,
+                with_sources: bool = False) -> Generator:
         self.service.slots.refuse_when_full()  # said now, as a 503, while the response has not started yet
         pieces: queue.Queue = queue.Queue()
         stream = CitationStream({})
@@ -206,7 +212,7 @@ class AnswerEndpoint(_Endpoint):
 
         lifetime = current_lifetime.get()
 
-        def tokens() -> Generator[str, None, None]:
+        def tokens() -> Generator[Any, None, None]:
             while True:
                 try:  # a model that sends nothing at all is waited for until the deadline, not longer
                     item = pieces.get(timeout=max(0.0, lifetime.seconds_left()) + 5)
@@ -226,6 +232,8 @@ class AnswerEndpoint(_Endpoint):
                     yield f"\n\nError: {detail}"
                     return
                 yield stream.finish() + chat_text(value, streamed=stream.shown)
+                if with_sources:
+                    yield from source_events(value, stream.numbers)
                 return
 
         return tokens()
