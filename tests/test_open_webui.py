@@ -21,8 +21,9 @@ def test_every_number_up_to_the_highest_has_its_event_in_order_earlier_papers_in
     assert [d["metadata"][0]["source"] for d in data] == [
         "https://pmc.ncbi.nlm.nih.gov/articles/PMC111/", "https://pubmed.ncbi.nlm.nih.gov/222/",
         "https://pmc.ncbi.nlm.nih.gov/articles/PMC4816447/", "https://pubmed.ncbi.nlm.nih.gov/10808977/"]
-    assert data[2]["metadata"][0]["name"] == "Erlotinib in NSCLC" and data[2]["metadata"][0]["external"]
-    assert data[2]["document"] == ["PMC4816447 · Lancet Oncol\n\nRash occurred in 60%."]
+    assert data[2]["metadata"][0]["name"] == "PMC4816447" and data[2]["metadata"][0]["external"]
+    assert data[2]["metadata"][0]["title"] == "Erlotinib in NSCLC"
+    assert data[2]["document"] == ["Erlotinib in NSCLC · Lancet Oncol\n\nRash occurred in 60%."]
     assert "earlier answer" in data[0]["document"][0]
     assert source_events(Answer(question="q", answer="Hello!", kind="small_talk"), {}) == []
 

@@ -67,16 +67,16 @@ def source_events(answer: Answer, numbers: dict[str, int]) -> list[OpenWebUIEven
 
 
 def _source(reference: Reference) -> dict[str, Any]:
-    # Open WebUI groups a message's sources by `metadata.source` (so: the paper's link, one per paper), shows
-    # `metadata.name` on the chip and as the heading of the citation's window, links the heading to `source.url`,
-    # and with `external` keeps that name instead of showing the bare link.
-    title = reference.title or reference.source_id
-    details = " · ".join(str(part) for part in (reference.source_id, reference.journal, reference.year) if part)
+    # Open WebUI groups a message's sources by `metadata.source` (here the paper's link: one citation per paper),
+    # shows `metadata.name` on the chip in the text and as the heading of the citation's window, links that heading
+    # to `source.url`, and with `external` keeps the name rather than showing the bare link. The chip shows the
+    # paper's id, as our citations always have; the window adds title, journal, year and the supporting sentence.
+    details = " · ".join(str(part) for part in (reference.title, reference.journal, reference.year) if part)
     return {
-        "source": {"id": reference.source_id, "name": title, "url": reference.url},
-        "document": [f"{details}\n\n{reference.evidence or title}"],
-        "metadata": [{"source": reference.url or reference.source_id, "name": title, "external": True,
-                      "url": reference.url, "source_id": reference.source_id, "number": reference.number,
+        "source": {"id": reference.source_id, "name": reference.source_id, "url": reference.url},
+        "document": [f"{details or reference.source_id}\n\n{reference.evidence or ''}".strip()],
+        "metadata": [{"source": reference.url or reference.source_id, "name": reference.source_id, "external": True,
+                      "url": reference.url, "title": reference.title, "number": reference.number,
                       "section": reference.section}],
     }
 
