@@ -188,6 +188,29 @@ class AnswerEndpoint(_Endpoint):
 
     def _stream(self, question: str, body: dict, conversation_id: str | None, history: Any,
                 with_sources: bool = False) -> Generator:
+        """The chat stream: the displayed tokens, then the notes and references (or the error) as text, then
+        Open WebUI's source events if asked for."""
+        pieces = self.answer_pieces(question, body.get("filters"), body.get("top_k"), conversation_id, history)
+
+        def chat() -> Generator[Any, None, None]:
+            for kind, value in pieces:
+                if kind == "token":
+                    yield value
+                elif kind == "error":
+                    yield f"\n\nError: {value}"
+                else:
+                    stream = pieces.stream
+                    yield stream.finish() + chat_text(value, streamed=stream.shown)
+                    if with_sources:
+                        yield from source_events(value, stream.numbers)
+
+        return chat()
+
+    def answer_pieces(self, question: str, filters: Any, top_k: int | None, conversation_id: str | None,
+                      history: Any = None) -> AnswerPieces:
+        """Answers in a thread and yields ("token", displayed text) while the model writes, then ("answer",
+        Answer) or ("error", what to tell the client). Refuses with 503, before anything starts, when the answer
+        queue is full."""
         self.service.slots.refuse_when_full()  # said now, as a 503, while the response has not started yet
         pieces: queue.Queue = queue.Queue()
         stream = CitationStream({})
@@ -200,8 +223,8 @@ class AnswerEndpoint(_Endpoint):
 
         def work() -> None:
             try:
-                answer = self.service.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
-                                             history=history, stream=stream, on_token=on_token)
+                answer = self.service.answer(question, filters, top_k, conversation_id, history=history,
+                                             stream=stream, on_token=on_token)
                 pieces.put(("done", answer))
             except Exception as error:  # reported in the stream: the HTTP status is already sent
                 pieces.put(("error", error))
@@ -209,34 +232,36 @@ class AnswerEndpoint(_Endpoint):
         # The thread runs in a copy of this request's context, so it answers as the same caller (its key).
         context = contextvars.copy_context()
         threading.Thread(target=context.run, args=(work,), daemon=True, name="pmc-rag-stream").start()
+        return AnswerPieces(pieces, stream, current_lifetime.get(), self.spec.name)
 
-        lifetime = current_lifetime.get()
 
-        def tokens() -> Generator[Any, None, None]:
-            while True:
-                try:  # a model that sends nothing at all is waited for until the deadline, not longer
-                    item = pieces.get(timeout=max(0.0, lifetime.seconds_left()) + 5)
-                except queue.Empty:
-                    item = ("error", HTTPException(504, f"no answer within {lifetime.deadline_s:g} s; ask again"))
-                if isinstance(item, str):
-                    yield item
-                    continue
-                status, value = item
-                if status == "error":
-                    if isinstance(value, HTTPException):
-                        detail = value.detail
-                    else:  # logged with its traceback; the client gets the request id, not the internals
-                        log.error("%s stream failed request_id=%s", self.spec.name, current_request_id.get(),
-                                  exc_info=value)
-                        detail = internal_error_detail()
-                    yield f"\n\nError: {detail}"
-                    return
-                yield stream.finish() + chat_text(value, streamed=stream.shown)
-                if with_sources:
-                    yield from source_events(value, stream.numbers)
+class AnswerPieces:
+    """The items of a streamed answer (see AnswerEndpoint.answer_pieces); `stream` has the displayed text and
+    the conversation's citation numbers once the answer is in."""
+
+    def __init__(self, pieces: queue.Queue, stream: CitationStream, lifetime: Any, endpoint: str):
+        self.pieces, self.stream, self.lifetime, self.endpoint = pieces, stream, lifetime, endpoint
+
+    def __iter__(self) -> Generator[tuple[str, Any], None, None]:
+        while True:
+            try:  # a model that sends nothing at all is waited for until the deadline, not longer
+                item = self.pieces.get(timeout=max(0.0, self.lifetime.seconds_left()) + 5)
+            except queue.Empty:
+                item = ("error", HTTPException(504, f"no answer within {self.lifetime.deadline_s:g} s; ask again"))
+            if isinstance(item, str):
+                yield "token", item
+                continue
+            status, value = item
+            if status == "done":
+                yield "answer", value
                 return
-
-        return tokens()
+            if isinstance(value, HTTPException):
+                detail = value.detail
+            else:  # logged with its traceback; the client gets the request id, not the internals
+                log.error("%s stream failed request_id=%s", self.endpoint, current_request_id.get(), exc_info=value)
+                detail = internal_error_detail()
+            yield "error", detail
+            return
 
 
 def _text(content: Any) -> str:
