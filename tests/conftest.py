@@ -145,3 +145,24 @@ def pipeline_file_for(name: str, table_name: str, folder: Path) -> Path:
         text = source.read_text().replace("pmc_chunks", table_name)
         (folder / source.name).write_text(text.replace("http://127.0.0.1:1417/v1", TEST_LLM_URL))
     return folder / f"{name}.yml"
+
+
+@pytest.fixture
+def browser():
+    """A headless Chromium driven by Selenium: Debian's `chromium` and `chromium-driver` (.ci/run installs them)."""
+    import shutil
+
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (binary and driver):
+        pytest.skip("no headless browser: install Debian's chromium and chromium-driver "
+                    "(apt-get install chromium chromium-driver) to run the browser tests")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,1000"):
+        options.add_argument(argument)
+    options.binary_location = binary
+    session = webdriver.Chrome(service=Service(driver), options=options)
+    yield session
+    session.quit()

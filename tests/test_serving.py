@@ -346,6 +346,84 @@ def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
         stop_server(server)
 
 
+def test_the_stream_endpoint_sends_tokens_then_the_answer_object_and_checks_its_input(client):
+    with client.stream("POST", "/rag/stream", json={"question": QUESTION, "top_k": 5}) as response:
+        assert response.status_code == 200 and response.headers["content-type"] == "application/x-ndjson"
+        items = [json.loads(line) for line in response.iter_lines() if line]
+    tokens, last = [item["token"] for item in items[:-1]], items[-1]
+    assert len(tokens) > 5 and set().union(*items[:-1]) == {"token"}
+    answer = last["answer"]
+    assert answer["references"] and answer["conversation_id"] and answer["answer"]
+    assert "PMC4816447" not in "".join(tokens)  # citations arrive numbered, as the answer shows them
+    for body, status, message in [({"question": ""}, 422, "`question` is empty"),
+                                  ({"question": QUESTION, "filters": {"year_from": "old"}}, 422, "year_from"),
+                                  ({"question": QUESTION, "model": "rag"}, 422, "unknown field(s) ['model']")]:
+        response = client.post("/rag/stream", json=body)
+        assert response.status_code == status and message in response.json()["detail"], response.text
+    assert client.post("/retrieve/stream", json={"question": QUESTION}).status_code in (404, 405)
+
+
+def _wait_for(browser: Any, selector: str, count: int = 1, timeout: float = 240) -> list:
+    from selenium.webdriver.common.by import By
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = browser.find_elements(By.CSS_SELECTOR, selector)
+        if len(found) >= count:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"no {selector!r} (x{count}) in {timeout:g} s; page: "
+                         f"{browser.find_element(By.TAG_NAME, 'body').text[-2000:]}")
+
+
+def test_the_built_in_page_streams_cited_answers_in_a_browser(serve_config, pg_conn_str, browser):
+    from selenium.webdriver.common.by import By
+
+    port = free_port()
+    server = start_server(serve_config, port, {**os.environ, "PG_CONN_STR": pg_conn_str, "PMC_RAG_API_KEY": "k1"})
+    try:
+        browser.get(f"http://127.0.0.1:{port}/")  # the page itself needs no key: it asks for one
+        assert browser.title == "pmc-rag"
+
+        def ask(question: str) -> None:
+            browser.find_element(By.ID, "question").send_keys(question)
+            browser.find_element(By.ID, "send").click()
+
+        ask("Is first-line erlotinib effective in EGFR-mutant lung cancer?")
+        error = _wait_for(browser, ".error")[0]
+        assert "API key" in error.text and browser.find_element(By.ID, "key").is_displayed()
+        browser.find_element(By.ID, "key").send_keys("k1")
+        browser.find_element(By.ID, "question").clear()
+        browser.find_element(By.ID, "year-from").send_keys("2010")
+        ask("Is first-line erlotinib effective in EGFR-mutant lung cancer?")
+        _wait_for(browser, ".turn:nth-of-type(2) .meta")
+        turn = browser.find_elements(By.CSS_SELECTOR, ".turn")[-1]
+        cites = turn.find_elements(By.CSS_SELECTOR, "a.cite")
+        references = {item.get_attribute("id"): item for item in turn.find_elements(By.CSS_SELECTOR, ".references li")}
+        assert cites and references
+        for cite in cites:  # each number links to its reference, which links to the paper and quotes its sentence
+            target = references[cite.get_attribute("href").split("#")[1]]
+            source_id = target.get_attribute("data-source-id")
+            assert target.text.startswith(cite.text + " " + source_id)
+            link = target.find_element(By.CSS_SELECTOR, "a").get_attribute("href")
+            assert link.rstrip("/").endswith(source_id.replace("PMID:", ""))
+            assert len(target.find_element(By.CSS_SELECTOR, "blockquote").text) > 20
+        assert "PMC4816447" in {item.get_attribute("data-source-id") for item in references.values()}
+        flags = [item.get_attribute("data-flag") for item in turn.find_elements(By.CSS_SELECTOR, ".flags li")]
+        assert "fallback_generator" in flags  # no Ollama here: the embedded model answered, and the page says so
+        assert "Answered by" in turn.find_element(By.CSS_SELECTOR, ".meta").text
+
+        ask("What about its side effects?")  # the conversation continues: same numbers, a follow-up note
+        _wait_for(browser, ".turn:nth-of-type(3) .meta")
+        follow_up = browser.find_elements(By.CSS_SELECTOR, ".turn")[-1]
+        assert "follow-up" in follow_up.text.lower()
+        numbers = {item.get_attribute("id").rsplit("-", 1)[1]: item.get_attribute("data-source-id")
+                   for item in follow_up.find_elements(By.CSS_SELECTOR, ".references li")}
+        assert numbers.get("1", "PMC4816447") == "PMC4816447"
+    finally:
+        stop_server(server)
+
+
 def test_no_web_page_may_call_the_server_unless_its_origin_is_configured(serve_config, client):
     from fastapi.testclient import TestClient
 

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
+from pmc_rag.answer_service import to_haystack_filters
 from pmc_rag.database import unreachable
 from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server
 from pmc_rag.paths import home
@@ -34,6 +35,7 @@ from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_o
                                     internal_error_detail, owner_of)
 from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
+from pmc_rag.serving.page import page_html
 
 log = logging.getLogger("pmc_rag.serve")
 
@@ -115,6 +117,47 @@ def _add_routes(app: FastAPI, config: ServeConfig) -> None:
     app.router.routes.insert(0, Route("/v1/models", list_chat_models, methods=["GET"]))
     app.router.routes.insert(0, Route("/models", list_chat_models, methods=["GET"]))
     app.add_api_route("/health", health, methods=["GET"], summary="Database, models and generators reachable?")
+    for endpoint in config.endpoints:
+        if endpoint.kind == "answer" and endpoint.rest:
+            app.add_api_route(f"/{endpoint.name}/stream", _answer_stream(app, config, endpoint.name), methods=["POST"],
+                              summary=f"{endpoint.name}, streamed: the answer's text as it is written, then the "
+                                      "answer object (JSON lines)")
+    answering = [e.name for e in config.endpoints if e.kind == "answer" and e.rest]
+    if answering:
+        page = page_html(answering[0])
+
+        async def home_page(request: Any = None) -> HTMLResponse:
+            return HTMLResponse(page)
+
+        app.router.routes.insert(0, Route("/", home_page, methods=["GET"]))
+
+
+def _answer_stream(app: FastAPI, config: ServeConfig, name: str) -> Any:
+    """POST /<endpoint>/stream: the REST request's fields; the reply is JSON lines: {"token": text} while the model
+    writes (citations already numbered), then {"answer": the answer object} or {"error": what went wrong}."""
+
+    async def stream(request: Request) -> StreamingResponse:
+        data = await request.json()
+        wrapper = app.state.pipeline_registry.get(name)
+        question = clean_question(data.get("question"), config.max_question_chars)  # a 422 now, not mid-stream
+        to_haystack_filters(data.get("filters"))
+        pieces = await run_in_threadpool(wrapper.answer_pieces, question, data.get("filters"), data.get("top_k"),
+                                         data.get("conversation_id"))
+
+        def lines() -> Any:
+            for kind, value in pieces:
+                if kind == "answer":
+                    rest = pieces.stream.finish()
+                    if rest:
+                        yield json.dumps({"token": rest}) + "\n"
+                    value = {"answer": value.model_dump(mode="json")}
+                else:
+                    value = {kind: value}
+                yield json.dumps(value) + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    return stream
 
 
 def local_model_specs(config: ServeConfig) -> list[LocalModelSpec]:
@@ -178,7 +221,8 @@ class RequestGate:
         self.config = config
         # Several keys, comma-separated, give several users conversations of their own.
         self.api_keys = {key.strip() for key in (api_key or "").split(",") if key.strip()}
-        self.run_paths = {f"/{e.name}/run": e for e in config.endpoints if e.rest}
+        self.run_paths = {f"/{e.name}/{route}": e for e in config.endpoints if e.rest
+                          for route in (("run", "stream") if e.kind == "answer" else ("run",))}
         self.chat_models = {e.name for e in config.endpoints if e.chat}
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -194,7 +238,8 @@ class RequestGate:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         # Every route needs a key when keys are set, /health too: it names the database, models and their logs.
         presented = headers.get("authorization", "").removeprefix("Bearer ").strip()
-        if self.api_keys and presented not in self.api_keys:
+        page = scope["method"] == "GET" and path == "/"  # the page holds no data; it asks for the key itself
+        if self.api_keys and presented not in self.api_keys and not page:
             await _reject(send, 401, f"missing or wrong API key: send 'Authorization: Bearer <key>' "
                                      f"(the key is in {self.config.api_key_env} on the server)")
             return
