@@ -424,6 +424,59 @@ def test_the_built_in_page_streams_cited_answers_in_a_browser(serve_config, pg_c
         stop_server(server)
 
 
+def test_an_mcp_client_lists_and_calls_both_tools(serve_config, pg_conn_str):
+    import asyncio
+
+    import httpx
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = free_port()
+    server = start_server(serve_config_with_tools(serve_config), port,
+                          {**os.environ, "PG_CONN_STR": pg_conn_str, "PMC_RAG_API_KEY": "k1"})
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def session_calls() -> tuple[list, dict, dict, Any]:
+        http = httpx.AsyncClient(headers={"Authorization": "Bearer k1"}, timeout=300)
+        async with http, streamable_http_client(url, http_client=http) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = (await session.list_tools()).tools
+                found = await session.call_tool("search_literature", {"question": "erlotinib skin rash", "top_k": 3})
+                answered = await session.call_tool("answer_with_citations", {"question": QUESTION})
+                empty = await session.call_tool("search_literature", {"question": "  "})
+                return tools, json.loads(found.content[0].text), json.loads(answered.content[0].text), empty
+
+    try:
+        assert httpx.post(url, json={}).status_code == 401  # the same key as every other route
+        tools, found, answered, empty = asyncio.run(session_calls())
+    finally:
+        stop_server(server)
+    by_name = {tool.name: tool for tool in tools}
+    assert set(by_name) == {"search_literature", "answer_with_citations"}  # no Hayhooks status tools
+    assert "cites a paper" in by_name["answer_with_citations"].description
+    assert "writes no answer" in by_name["search_literature"].description
+    assert set(by_name["answer_with_citations"].inputSchema["properties"]) == {
+        "question", "filters", "top_k", "conversation_id"}
+    assert [chunk["rank"] for chunk in found["chunks"]] == [1, 2, 3]
+    assert all(chunk["chunk_id"] and chunk["source_id"] and chunk["content"] for chunk in found["chunks"])
+    assert re.search(r"\[1\]", answered["answer"]) and answered["conversation_id"]
+    assert answered["references"][0]["source_id"] == "PMC4816447" and answered["references"][0]["supporting_sentence"]
+    assert empty.isError and "`question` is empty" in empty.content[0].text
+
+
+def serve_config_with_tools(serve_config) -> Any:
+    """The test hayhooks.yml with the two endpoints as MCP tools, as the shipped one has them."""
+    shipped = {e["name"]: e for e in yaml.safe_load((PROJECT_ROOT / "hayhooks.yml").read_text())["endpoints"]}
+    config = yaml.safe_load(serve_config.read_text())
+    for endpoint in config["endpoints"]:
+        endpoint["mcp_tool"], endpoint["description"] = (shipped[endpoint["name"]]["mcp_tool"],
+                                                        shipped[endpoint["name"]]["description"])
+    path = serve_config.with_name("hayhooks-mcp.yml")
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
 def test_no_web_page_may_call_the_server_unless_its_origin_is_configured(serve_config, client):
     from fastapi.testclient import TestClient
 
@@ -568,6 +621,19 @@ def test_serving_config_errors_name_the_key(tmp_path, serve_config):
     broken["conversations"] = {"follow_ups_from_topic_papers": False}
     path.write_text(yaml.safe_dump(broken))
     assert load_serve_config(path).follow_ups_from_topic_papers is False
+    broken["endpoints"][0].update(mcp_tool="search the literature", description="Searches.")
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"endpoints\[0\].mcp_tool 'search the literature': a tool name"):
+        load_serve_config(path)
+    broken["endpoints"][0].update(mcp_tool="search_literature", description="")
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"an MCP tool needs a `description`"):
+        load_serve_config(path)
+    broken["endpoints"][1].update(mcp_tool="search_literature", description="Also searches.")
+    broken["endpoints"][0]["description"] = "Searches."
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"`mcp_tool` names must be unique"):
+        load_serve_config(path)
 
 
 def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, monkeypatch):

@@ -35,6 +35,7 @@ from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_o
                                     internal_error_detail, owner_of)
 from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
+from pmc_rag.serving.mcp_tools import mount_mcp
 from pmc_rag.serving.page import page_html
 
 log = logging.getLogger("pmc_rag.serve")
@@ -95,6 +96,7 @@ def build_app(config: ServeConfig) -> FastAPI:
             app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", "") != f"/{endpoint.name}/run"]
     app.state.local_models = local_model_specs(config)  # read once: /health reports them, serve stops them
     _add_routes(app, config)
+    mount_mcp(app, config)
     app.add_middleware(RequestGate, config=config, api_key=api_key)
     app.openapi_schema = None
     return app

@@ -34,6 +34,7 @@ class Endpoint:
     chat: bool = False
     description: str = ""
     parameters: tuple[str, ...] = ()
+    mcp_tool: str | None = None  # the endpoint as a tool of the MCP server at /mcp, under this name
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
     names = [e.name for e in parsed]
     if len(set(names)) != len(names):
         raise ServeConfigError(f"{source}: endpoint names must be unique, got {names}")
+    tools = [e.mcp_tool for e in parsed if e.mcp_tool]
+    if len(set(tools)) != len(tools):
+        raise ServeConfigError(f"{source}: `mcp_tool` names must be unique, got {tools}")
     return ServeConfig(
         endpoints=parsed,
         host=str(host or server.get("host", "127.0.0.1")),
@@ -162,6 +166,13 @@ def _endpoint(item: Any, index: int, source: Path) -> Endpoint:
         raise ServeConfigError(f"{where}: a retrieval endpoint cannot be a chat model or hold conversations")
     if not item.get("rest", True) and not item.get("chat", False):
         raise ServeConfigError(f"{where}: set `rest: true`, `chat: true` or both")
+    mcp_tool = item.get("mcp_tool")
+    if mcp_tool is not None and not (isinstance(mcp_tool, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}",
+                                                                                mcp_tool)):
+        raise ServeConfigError(f"{where}.mcp_tool {mcp_tool!r}: a tool name of letters, digits, '_' and '-' "
+                               "(starting with a letter), e.g. search_literature")
+    if mcp_tool and not str(item.get("description", "")).strip():
+        raise ServeConfigError(f"{where}: an MCP tool needs a `description`: it is what an agent reads to choose it")
     return Endpoint(name=name, pipeline=pipeline, kind=kind, rest=bool(item.get("rest", True)),
-                    chat=bool(item.get("chat", False)), description=str(item.get("description", "")),
-                    parameters=parameters)
+                    chat=bool(item.get("chat", False)), description=str(item.get("description", "")).strip(),
+                    parameters=parameters, mcp_tool=mcp_tool)
