@@ -56,12 +56,37 @@ class Reference(BaseModel):
     section: str | None = None
     chunk_id: str | None = None
     evidence: str | None = Field(None, description="the excerpt's sentence that best supports the claims citing it")
+    authors: list[str] = Field(default_factory=list, description="the first authors")
+    page: int | None = Field(None, description="the page the supporting sentence is on (documents with pages)")
+    collection: str | None = Field(None, description="the user's collection the document belongs to")
+
+    def locator(self) -> str | None:
+        """"Smith et al. 2020, p. 4" for a document with pages (the user's PDFs), else None."""
+        if self.page is None:
+            return None
+        who = _surname(self.authors[0]) if self.authors else None
+        who = f"{who} et al." if who and len(self.authors) > 1 else who
+        return ", ".join(part for part in (" ".join(str(p) for p in (who, self.year) if p), f"p. {self.page}") if part)
 
     def line(self) -> str:
-        """`[n] ID · title. journal. year · url`: the id right after the number (chat histories are parsed back by
-        it: pmc_rag.serving.conversation.numbers_from_history)."""
+        """`[n] ID · title. journal. year · url`, or `[n] ID · Smith et al. 2020, p. 4 · title` for a document with
+        pages: the id right after the number (chat histories are parsed back by it:
+        pmc_rag.serving.conversation.numbers_from_history)."""
+        if self.page is not None:
+            return " · ".join(part for part in (f"[{self.number}] {self.source_id}", self.locator(), self.title) if part)
         details = ". ".join(str(part) for part in (self.title, self.journal, self.year) if part)
         return " · ".join(part for part in (f"[{self.number}] {self.source_id}", details, self.url) if part)
+
+
+def _surname(author: str) -> str:
+    """"De Grève J" (PubMed's form: surname, initials) -> "De Grève"; "Smith, John" -> "Smith"; "John Smith" ->
+    "Smith"."""
+    if "," in author:
+        return author.split(",")[0].strip()
+    parts = author.split()
+    if len(parts) > 1 and parts[-1].isupper() and len(parts[-1]) <= 3:
+        return " ".join(parts[:-1])
+    return parts[-1] if parts else author
 
 
 class ClosestPaper(BaseModel):
@@ -152,7 +177,9 @@ class Answer(BaseModel):
             ids = ", ".join(x for x in (ref.pmcid, f"PMID {ref.pmid}" if ref.pmid else None,
                                         f"doi:{ref.doi}" if ref.doi else None) if x)
             venue = " ".join(str(part) for part in (ref.journal, ref.year) if part)
-            lines.append(f"[{ref.number}] " + ". ".join(p for p in (ref.title or "Untitled abstract", venue, ids) if p))
+            where = ref.locator()
+            lines.append(f"[{ref.number}] " + ". ".join(p for p in (ref.title or "Untitled abstract", venue, ids, where)
+                                                         if p))
             if ref.url:
                 lines.append(f"    {ref.url}")
             if ref.evidence:

@@ -23,7 +23,9 @@ from pmc_rag.components.section_chunker import split_sentences
 ID_PATTERN = _ID = re.compile(
     r"(?P<pmc>\bPMC\s?(?P<pmc_digits>\d{1,10})\b)"
     r"|(?P<pmid>\bPMID\s*[:#]?\s*(?P<pmid_digits>\d{1,10})\b)"
-    r"|(?P<doi>\bdoi\s*:\s*(?P<doi_value>10\.\d{4,9}/[^\s\]\),;]+))",
+    r"|(?P<doi>\bdoi\s*:\s*(?P<doi_value>10\.\d{4,9}/[^\s\]\),;]+))"
+    # A document of the user's own (PDF, text): `doc:` and the first 16 hex digits of its file's SHA-256.
+    r"|(?P<doc>\bdoc\s*:\s*(?P<doc_value>[0-9a-f]{16})\b)",
     re.IGNORECASE,
 )
 # A bare bracketed number, "[2]", "[1, 3]", "[2-4]": it names no paper, yet a reader takes it for one of our
@@ -36,7 +38,7 @@ REFERENCE_HEADING = _REFERENCE_HEADING = re.compile(
     r"^\s*(?:#+\s*|\*\*)?(?:references?|sources?|citations?|bibliography|works cited)\b\s*(?:\*\*)?\s*:?",
     re.IGNORECASE | re.MULTILINE,
 )
-_REFERENCE_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*[\[(]?\s*(?:PMC\s?\d|PMID|doi\s*:)", re.IGNORECASE)
+_REFERENCE_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*[\[(]?\s*(?:PMC\s?\d|PMID|doi\s*:|doc\s*:)", re.IGNORECASE)
 
 
 _BRACKETS = str.maketrans({"【": "[", "】": "]", "〔": "(", "〕": ")", "〖": "[", "〗": "]"})
@@ -53,6 +55,8 @@ def normalise_id(match: re.Match) -> str:
         return f"PMC{int(match.group('pmc_digits'))}"
     if match.group("pmid"):
         return f"PMID:{int(match.group('pmid_digits'))}"
+    if match.group("doc"):
+        return f"doc:{match.group('doc_value').lower()}"
     return f"doi:{match.group('doi_value').rstrip('.').lower()}"
 
 

@@ -186,7 +186,7 @@ class CitedAnswerBuilder:
             "answer": " ".join(s for s in sentences if s),
             "raw_answer": raw_answer,
             "citations": citations,
-            "references": [self._reference(number, source_id, by_id[source_id][0], citations)
+            "references": [self._reference(number, source_id, by_id[source_id][0], citations, by_id[source_id])
                            for source_id, number in numbers.items()],
             "invalid_citations": list(invalid_citations or []),
             "removed_claims": removed_claims,
@@ -275,15 +275,19 @@ class CitedAnswerBuilder:
         return claims
 
     @staticmethod
-    def _reference(number: int, source_id: str, document: Document, citations: list[dict]) -> dict[str, Any]:
+    def _reference(number: int, source_id: str, document: Document, citations: list[dict],
+                   chunks: list[Document] | None = None) -> dict[str, Any]:
         meta = document.meta
         cited = [c for c in citations if c["source_id"] == source_id]
         strongest = max(cited, key=lambda c: c["support"] or 0)
+        # The page of the sentence shown as evidence (documents with pages: the user's PDFs).
+        evidence_chunk = next((d for d in chunks or [] if d.id == strongest.get("chunk_id")), document)
         return {
             "number": number, "source_id": source_id, "title": meta.get("title"), "journal": meta.get("journal"),
             "year": meta.get("year"), "pmcid": meta.get("pmcid"), "pmid": meta.get("pmid"), "doi": meta.get("doi"),
             "url": source_link(meta), "section": meta.get("section"), "chunk_id": document.id,
-            "evidence": strongest["evidence"],
+            "evidence": strongest["evidence"], "authors": list(meta.get("authors") or [])[:3],
+            "page": evidence_chunk.meta.get("page"), "collection": meta.get("collection"),
         }
 
 

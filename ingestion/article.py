@@ -23,13 +23,15 @@ class Section:
     text: str
     # Where the text sits in the paper: "abstract", "body", "caption".
     kind: str = "body"
+    # The page it is on, for documents with pages (PDF); a section never spans two pages, so neither does a chunk.
+    page: int | None = None
 
 
 @dataclass
 class Article:
     """Bibliographic metadata plus the text of one paper, format-independent."""
 
-    source_format: str  # "jats", "pubmed", "pubmedqa"
+    source_format: str  # "jats", "pubmed", "pubmedqa", "pdf", "text"
     pmcid: str | None = None  # always "PMC<digits>" when set
     pmid: str | None = None  # digits only
     doi: str | None = None
@@ -45,18 +47,25 @@ class Article:
     license_url: str | None = None
     sections: list[Section] = field(default_factory=list)
     source_file: str | None = None
+    # A document of the user's own (no PMCID or PMID): "doc:" and the first 16 hex digits of its file's SHA-256,
+    # so the same file always gets the same id, and ingesting it again replaces it.
+    doc_id: str | None = None
+    collection: str | None = None  # the user's name for a set of documents, to search or delete them together
 
     @property
     def source_id(self) -> str:
-        """The id a citation uses: `PMC<digits>`, else `PMID:<digits>`, else `doi:<doi>`.
+        """The id a citation uses: `PMC<digits>`, else `PMID:<digits>`, else `doc:<hex>`, else `doi:<doi>`.
 
         This is the documented citation scheme: full-text papers cite by PMCID, abstracts with no PMCID by
-        PMID, and papers with neither (some publisher XML) by DOI.
+        PMID, the user's own documents (PDF, text) by their content's hash, and papers with none of these (some
+        publisher XML) by DOI.
         """
         if self.pmcid:
             return self.pmcid
         if self.pmid:
             return f"PMID:{self.pmid}"
+        if self.doc_id:
+            return self.doc_id
         if self.doi:
             return f"doi:{self.doi}"
         raise ValueError("article has no PMCID, PMID or DOI, so it cannot be cited")
@@ -91,6 +100,7 @@ class Article:
             "evidence_rank": evidence.rank,
             "source_format": self.source_format,
             "source_file": self.source_file,
+            **({"collection": self.collection} if self.collection else {}),
         }
 
     def section_documents(self) -> list[Document]:
@@ -99,6 +109,8 @@ class Article:
         documents = []
         for index, section in enumerate(s for s in self.sections if s.text.strip()):
             meta = {**base, "section": section.title, "section_kind": section.kind, "section_index": index}
+            if section.page is not None:
+                meta["page"] = section.page
             documents.append(Document(content=_CONTROL_CHARACTERS.sub("", section.text), meta=meta))
         return documents
 

@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from pmc_rag.components.article_writer import EmbeddingDimensionError
 from pmc_rag.ingestion.article import Article
+from pmc_rag.ingestion.documents import check_collection
 from pmc_rag.ingestion.sources import expand_paths, read_articles
 from pmc_rag.ingestion.xml import IngestError
 
@@ -74,6 +75,7 @@ def ingest(
     batch_words: int = 20_000,
     window_articles: int = 2_000,
     progress: bool = True,
+    collection: str | None = None,
 ) -> IngestReport:
     """Ingest every article found under `paths` with the indexing `pipeline` and report what happened.
 
@@ -81,7 +83,11 @@ def ingest(
     :param batch_words: Words of section text per pipeline run (and per transaction); whole articles only.
     :param window_articles: Articles read ahead at a time (the progress bar's total grows window by window).
     :param progress: Show a progress bar (on stderr).
+    :param collection: Put every document into this collection (`meta.collection`), to search or delete
+        them together.
     """
+    if collection is not None:
+        check_collection(collection)
     started = time.perf_counter()
     report = IngestReport(dry_run=dry_run)
     files, problems = expand_paths(paths)
@@ -95,7 +101,7 @@ def ingest(
     # and words keep the time estimate honest whatever the mix.
     bar = tqdm(total=0, unit="word", unit_scale=True, disable=not progress, dynamic_ncols=True, desc="Ingesting")
     try:
-        articles = _articles(files, report)
+        articles = _articles(files, report, collection)
         while window := list(islice(articles, window_articles)):
             sized = [(article, _words(article)) for article in _latest_copies(window, report)]
             bar.total += sum(words for _, words in sized)
@@ -130,12 +136,13 @@ def _run(pipeline: Pipeline, entry: str, documents: list) -> dict:
         raise
 
 
-def _articles(files: list, report: IngestReport) -> Iterator[Article]:
+def _articles(files: list, report: IngestReport, collection: str | None) -> Iterator[Article]:
     for path in files:
         for item in read_articles(path):
             if isinstance(item, IngestError):
                 report.skipped.append(str(item))
             else:
+                item.collection = collection or item.collection
                 yield item
 
 

@@ -11,13 +11,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pmc_rag.ingestion.article import Article
+from pmc_rag.ingestion.documents import PDF_SUFFIXES, TEXT_SUFFIXES, is_pdf, is_text, read_document
 from pmc_rag.ingestion.jats import is_jats, parse_jats
 from pmc_rag.ingestion.pubmed import is_pubmed, parse_pubmed
 from pmc_rag.ingestion.pubmedqa import looks_like_pubmedqa, parse_pubmedqa
 from pmc_rag.ingestion.xml import IngestError, local_name, parse_xml, read_bytes
 
 # Files picked up when walking a folder; a file named explicitly is tried whatever its name.
-INGESTIBLE_SUFFIXES = (".xml", ".nxml", ".jsonl", ".xml.gz", ".nxml.gz", ".jsonl.gz")
+INGESTIBLE_SUFFIXES = (".xml", ".nxml", ".jsonl", ".xml.gz", ".nxml.gz", ".jsonl.gz", *PDF_SUFFIXES, *TEXT_SUFFIXES)
 
 
 def expand_paths(inputs: Iterable[str]) -> tuple[list[Path], list[IngestError]]:
@@ -62,6 +63,12 @@ def read_articles(path: Path) -> Iterator[Article | IngestError]:
     if not data.strip():
         yield IngestError(f"{source}: the file is empty")
         return
+    if is_pdf(path, data) or is_text(path):
+        try:
+            yield _checked(read_document(path, data))
+        except IngestError as error:
+            yield error
+        return
     head = data.lstrip()[:1]
     if head == b"{" or path.name.endswith((".jsonl", ".jsonl.gz")):
         first_line = data.lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace")
@@ -74,7 +81,8 @@ def read_articles(path: Path) -> Iterator[Article | IngestError]:
         return
     if head != b"<" and not data.startswith(b"\xef\xbb\xbf<") and not _utf16_xml(data):
         yield IngestError(
-            f"{source}: unknown format; expected PMC/JATS XML, PubMed XML (PubmedArticleSet) or PubMedQA JSONL")
+            f"{source}: unknown format; expected PMC/JATS XML, PubMed XML (PubmedArticleSet), PubMedQA JSONL, "
+            "PDF or plain text (.txt, .md)")
         return
     try:
         root = parse_xml(data, source)

@@ -1,7 +1,8 @@
 """The `pmc-rag` command.
 
     pmc-rag setup                 prepare models and database; ingest the sample corpus if the index is empty
-    pmc-rag ingest PATH...        ingest PMC/JATS, PubMed XML or PubMedQA JSONL files, folders or globs
+    pmc-rag ingest PATH...        ingest PMC/JATS, PubMed XML, PubMedQA JSONL, PDF or text files, folders or globs
+    pmc-rag collections [delete NAME]   the collections of your own documents; delete one
     pmc-rag ask "QUESTION"        a short answer with numbered citations, and its references
     pmc-rag status                what is indexed, where, and which models are ready
     pmc-rag pipeline show NAME    the plain Haystack YAML a pipeline file (a variant, say) stands for
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from haystack.document_stores.errors import DocumentStoreError
 
     from pmc_rag.database import DatabaseError
+    from pmc_rag.ingestion.xml import IngestError
     from pmc_rag.local_llm.supervisor import LocalModelError
     from pmc_rag.models import ModelError
     from pmc_rag.pipelines import PipelineError
@@ -45,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (DatabaseError, ModelError, LocalModelError, PipelineError, DocumentStoreError, PipelineRuntimeError, psycopg.Error,
-            ValueError, OSError) as error:
+            ValueError, OSError, IngestError) as error:
         # Whatever was committed before the error stays stored; the message says what went wrong.
         print(f"pmc-rag: error: {error}", file=sys.stderr)
         return EXIT_FAILED
@@ -71,7 +73,15 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--batch-words", type=int, default=20_000,
                         help="words of text per embedding batch and transaction (default: %(default)s)")
     ingest.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ingest.add_argument("--collection", metavar="NAME",
+                        help="put the documents into this collection (to limit questions to it, or delete it)")
     ingest.set_defaults(handler=_ingest)
+
+    collections = commands.add_parser("collections", help="list the collections; `delete NAME` removes one")
+    collections.add_argument("action", nargs="?", choices=["list", "delete"], default="list")
+    collections.add_argument("name", nargs="?", help="the collection to delete")
+    collections.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
+    collections.set_defaults(handler=_collections)
 
     ask = commands.add_parser("ask", help="answer a question with citations")
     ask.add_argument("question", help="the question, in plain language (quote it)")
@@ -188,13 +198,35 @@ def _ingest(args: argparse.Namespace) -> int:
     if not args.dry_run:
         print(f"Database: {ensure_database().description}")
     report = ingest(args.paths, pipeline, dry_run=args.dry_run, batch_words=args.batch_words,
-                    progress=not args.no_progress)
+                    progress=not args.no_progress, collection=args.collection)
     print(report.summary())
     if report.interrupted:
         return 130
     if report.articles == 0:
         return EXIT_FAILED
     return EXIT_PARTIAL if report.skipped else 0
+
+
+def _collections(args: argparse.Namespace) -> int:
+    from pmc_rag.database import ensure_database
+    from pmc_rag.ingestion.collections import delete_collection, list_collections
+    from pmc_rag.pipelines import document_store_of, load_pipeline
+
+    ensure_database()
+    store = document_store_of(load_pipeline(args.pipeline))
+    if args.action == "delete":
+        if not args.name:
+            print("name the collection to delete: pmc-rag collections delete NAME", file=sys.stderr)
+            return EXIT_FAILED
+        deleted = delete_collection(store, args.name)
+        print(f"Deleted collection {args.name}: {deleted['documents']} document(s), {deleted['chunks']} chunk(s)")
+        return 0 if deleted["chunks"] else EXIT_PARTIAL
+    rows = list_collections(store)
+    if not rows:
+        print("No collections (pmc-rag ingest --collection NAME PATH... makes one)")
+    for row in rows:
+        print(f"{row['collection']}: {row['documents']} document(s), {row['chunks']} chunk(s)")
+    return 0
 
 
 def _ask(args: argparse.Namespace) -> int:

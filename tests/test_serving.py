@@ -32,6 +32,7 @@ def serve_config(tmp_path_factory, pg_conn_str):
         "server": {"host": "127.0.0.1", "port": 1416, "max_body_bytes": 4096, "max_question_chars": 300},
         "conversations": {"retention_days": 1},
         "cache": {"max_entries": 50},
+        "uploads": {"pipeline": str(pipeline_file_for("indexing", TABLE, folder)), "max_bytes": 400_000},
         "endpoints": [
             {"name": "rag", "pipeline": str(pipeline_file_for("rag", TABLE, folder)), "kind": "answer",
              "rest": True, "chat": True, "parameters": ["filters", "top_k", "conversation_id"]},
@@ -847,3 +848,54 @@ def test_a_follow_up_cites_only_the_papers_its_topic_question_cited(client):
     text = chat.json()["choices"][0]["message"]["content"]
     assert "PMC4816447" in text
     assert not {m for m in re.findall(r"\b(PMC\d+|PMID:\d+)", text)} - {"PMC4816447"}, text
+
+
+def test_own_documents_are_uploaded_cited_with_their_page_and_deleted(client, pg_conn_str, tmp_path):
+    from pdf_documents import article_pdf, scanned_pdf
+
+    pdf, _ = article_pdf(tmp_path / "FIELT trial.pdf")
+    uploaded = client.post("/collections/own/documents", files=[("files", (pdf.name, pdf.read_bytes(),
+                                                                          "application/pdf"))])
+    assert uploaded.status_code == 200, uploaded.text
+    document = uploaded.json()["documents"][0]
+    assert document["source_id"].startswith("doc:") and document["pages"] >= 3
+    stored = chunk_count(pg_conn_str)
+
+    bad = [("empty.txt", b"", 422, "empty.txt: the file is empty"),
+           ("report.docx", b"PK\x03\x04 a word file", 415, "report.docx: not a type pmc-rag reads"),
+           ("locked.pdf", article_pdf(tmp_path / "locked.pdf", password="x")[0].read_bytes(), 422, "encrypted"),
+           ("scan.pdf", scanned_pdf(tmp_path / "scan.pdf").read_bytes(), 422, "no text layer (a scan?)"),
+           ("cut.pdf", pdf.read_bytes()[:3000], 422, "cut.pdf: the PDF cannot be read"),
+           ("huge.txt", b"word " * 100_000, 413, "upload over 400000 bytes (uploads.max_bytes in hayhooks.yml)")]
+    for name, data, status, message in bad:
+        response = client.post("/collections/own/documents", files=[("files", (name, data))])
+        assert response.status_code == status and message in response.json()["detail"], (name, response.text)
+    # one bad file among good ones: none of them is stored
+    response = client.post("/collections/own/documents", files=[("files", ("note.txt", b"Erlotinib notes.\n\nRash.")),
+                                                                ("files", ("empty.txt", b" "))])
+    assert response.status_code == 422 and chunk_count(pg_conn_str) == stored
+    assert client.post("/collections/Own Docs/documents", files=[("files", ("n.txt", b"x"))]).status_code == 422
+
+    asked = {"question": "How many patients in the FIELT study had an objective response to erlotinib?",
+             "filters": {"collections": ["own"]}}
+    answer = client.post("/rag/run", json=asked).json()["result"]
+    assert answer["references"] and {r["source_id"] for r in answer["references"]} == {document["source_id"]}
+    assert all(isinstance(r["page"], int) and r["page"] >= 1 for r in answer["references"])
+    chat = client.post("/v1/chat/completions", json=_chat(asked["question"], filters=asked["filters"])).json()
+    text = chat["choices"][0]["message"]["content"]
+    assert re.search(rf"\[\d+\] {document['source_id']} · De Grève et al\. \d{{4}}, p\. \d+ · ", text), text
+
+    assert client.get("/collections").json()["collections"] == [
+        {"collection": "own", "documents": 1, "chunks": stored - chunk_count_without("own", pg_conn_str)}]
+    assert client.delete("/collections/own").json()["documents"] == 1
+    assert client.get("/collections").json()["collections"] == []
+    assert client.delete("/collections/own").status_code == 404
+    with psycopg.connect(pg_conn_str) as connection:  # the BM25 statistics count only what is left
+        assert connection.execute(f"SELECT doc_count FROM {TABLE}__bm25_stats").fetchone()[0] == chunk_count(
+            pg_conn_str)
+
+
+def chunk_count_without(collection: str, pg_conn_str: str) -> int:
+    with psycopg.connect(pg_conn_str) as connection:
+        return connection.execute(f"SELECT count(*) FROM {TABLE} WHERE meta->>'collection' IS DISTINCT FROM %s",
+                                  (collection,)).fetchone()[0]

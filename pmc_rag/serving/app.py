@@ -36,6 +36,7 @@ from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_o
 from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
 from pmc_rag.serving.mcp_tools import mount_mcp
+from pmc_rag.serving.uploads import add_upload_routes
 from pmc_rag.serving.page import page_html
 
 log = logging.getLogger("pmc_rag.serve")
@@ -96,6 +97,7 @@ def build_app(config: ServeConfig) -> FastAPI:
             app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", "") != f"/{endpoint.name}/run"]
     app.state.local_models = local_model_specs(config)  # read once: /health reports them, serve stops them
     _add_routes(app, config)
+    add_upload_routes(app, config)
     mount_mcp(app, config)
     app.add_middleware(RequestGate, config=config, api_key=api_key)
     app.openapi_schema = None
@@ -249,16 +251,19 @@ class RequestGate:
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        limit = self.config.max_body_bytes
+        upload = path.startswith("/collections/")
+        limit = self.config.max_upload_bytes if upload else self.config.max_body_bytes
+        too_large = (f"upload over {limit} bytes (uploads.max_bytes in hayhooks.yml); send fewer or smaller files"
+                     if upload else f"request body over {limit} bytes; send a shorter question")
         if int(headers.get("content-length") or 0) > limit:
-            await _reject(send, 413, f"request body over {limit} bytes; send a shorter question")
+            await _reject(send, 413, too_large)
             return
         body = b""
         while True:
             message = await receive()
             body += message.get("body", b"")
             if len(body) > limit:
-                await _reject(send, 413, f"request body over {limit} bytes; send a shorter question")
+                await _reject(send, 413, too_large)
                 return
             if not message.get("more_body"):
                 break

@@ -56,6 +56,10 @@ class ServeConfig:
     answer_deadline_s: float = 240      # an answer not done this long after its request arrived is stopped (504)
     torch_threads: int = 1              # threads each request's model work may use; 0: as many as there are cores
     workers: int = 1                    # processes serving the port, each with all models loaded
+    # Uploads (POST /collections/<name>/documents): the indexing pipeline they go through (None: no uploads)
+    # and the largest request body taken.
+    upload_pipeline: Path | None = None
+    max_upload_bytes: int = 20_000_000
     source: Path = field(default=PROJECT_ROOT / "hayhooks.yml")
 
     @property
@@ -81,6 +85,7 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
     server = _section(data, "server", source)
     conversations = _section(data, "conversations", source)
     cache = _section(data, "cache", source)
+    uploads = _section(data, "uploads", source)
     endpoints = data.get("endpoints") or []
     if not isinstance(endpoints, list) or not endpoints:
         raise ServeConfigError(f"{source}: `endpoints` must list at least one endpoint (name, pipeline, kind)")
@@ -109,8 +114,20 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         answer_deadline_s=float(_number(server, "answer_deadline_s", 240, source, "server")),
         torch_threads=max(0, int(_number(server, "torch_threads", 1, source, "server"))),
         workers=max(1, int(_number(server, "workers", 1, source, "server"))),
+        upload_pipeline=_pipeline_path(uploads.get("pipeline"), source, "uploads.pipeline"),
+        max_upload_bytes=int(_number(uploads, "max_bytes", 20_000_000, source, "uploads")),
         source=source,
     )
+
+
+def _pipeline_path(value: Any, source: Path, where: str) -> Path | None:
+    if value is None:
+        return None
+    path = Path(str(value))
+    path = path if path.is_absolute() else source.parent / path
+    if not path.is_file():
+        raise ServeConfigError(f"{source}: {where}: {path} does not exist; name a YAML file in pipelines/")
+    return path
 
 
 def _origins(server: dict, source: Path) -> tuple[str, ...]:

@@ -107,7 +107,7 @@ def renumber(answer: dict[str, Any], numbers: dict[str, int]) -> dict[str, Any]:
     return answer
 
 
-_REFERENCE_LINE = re.compile(r"^\s*\[(\d+)\]\s+(PMC\d+|PMID:\d+|doi:\S+)", re.MULTILINE)
+_REFERENCE_LINE = re.compile(r"^\s*\[(\d+)\]\s+(PMC\d+|PMID:\d+|doc:[0-9a-f]{16}|doi:\S+)", re.MULTILINE)
 
 
 def numbers_from_history(messages: list[dict[str, Any]]) -> dict[str, int]:

@@ -22,6 +22,7 @@ from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pmc_rag.components.citations import canonical_id
+from pmc_rag.ingestion.documents import COLLECTION_NAME, COLLECTION_RULE
 
 
 class InputError(HTTPException):
@@ -136,6 +137,9 @@ def fixed_reply(question: str) -> tuple[str, str] | None:
 _JOURNAL = r"^[\w][\w .,:&()'/-]{0,199}$"
 
 
+_CITATION_ID = r"PMC\d{1,10}|PMID:\d{1,10}|doc:[0-9a-f]{16}|doi:10\.\d{4,9}/[^\s'\";]{1,200}"
+
+
 class SearchFilters(BaseModel):
     """Filters a client may send with a question; every field optional, all must hold."""
 
@@ -151,8 +155,10 @@ class SearchFilters(BaseModel):
         None, ge=1, le=6, description="Keep evidence at least this strong: 1 systematic review/meta-analysis, "
                                       "2 randomised trial, 3 cohort/case-control, 4 case report/series, "
                                       "5 review/guideline, 6 other.")
-    source_ids: list[str] | None = Field(None, max_length=100,
-                                         description="Only these papers: PMC ids, 'PMID:<digits>' or 'doi:<doi>'.")
+    source_ids: list[str] | None = Field(None, max_length=100, description=(
+        "Only these papers: PMC ids, 'PMID:<digits>', 'doi:<doi>' or 'doc:<16 hex digits>' (your own documents)."))
+    collections: list[str] | None = Field(None, max_length=50, description=(
+        "Only the documents of these collections (uploaded or ingested with --collection)."))
 
     @field_validator("journal")
     @classmethod
@@ -162,15 +168,23 @@ class SearchFilters(BaseModel):
                              "(at most 200 characters)")
         return value
 
+    @field_validator("collections")
+    @classmethod
+    def _collections(cls, values: list[str] | None) -> list[str] | None:
+        bad = [v for v in values or [] if not re.fullmatch(COLLECTION_NAME, v)]
+        if bad:
+            raise ValueError(f"not collection names: {bad[:3]}; {COLLECTION_RULE}")
+        return values
+
     @field_validator("source_ids")
     @classmethod
     def _source_ids(cls, values: list[str] | None) -> list[str] | None:
         if values is None:
             return None
-        bad = [v for v in values if not re.fullmatch(r"PMC\d{1,10}|PMID:\d{1,10}|doi:10\.\d{4,9}/[^\s'\";]{1,200}",
-                                                     canonical_id(v))]
+        bad = [v for v in values if not re.fullmatch(_CITATION_ID, canonical_id(v))]
         if bad:
-            raise ValueError(f"not citation ids: {bad[:3]}; write PMC<digits>, PMID:<digits> or doi:<doi>")
+            raise ValueError(f"not citation ids: {bad[:3]}; write PMC<digits>, PMID:<digits>, doi:<doi> or "
+                             "doc:<16 hex digits>")
         return [canonical_id(v) for v in values]
 
     def to_haystack(self) -> dict[str, Any] | None:
@@ -187,6 +201,8 @@ class SearchFilters(BaseModel):
             conditions.append({"field": "meta.evidence_rank", "operator": "<=", "value": self.min_evidence_level})
         if self.source_ids:
             conditions.append({"field": "meta.source_id", "operator": "in", "value": self.source_ids})
+        if self.collections:
+            conditions.append({"field": "meta.collection", "operator": "in", "value": self.collections})
         if not conditions:
             return None
         return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}

@@ -71,13 +71,16 @@ def _source(reference: Reference) -> dict[str, Any]:
     # shows `metadata.name` on the chip in the text and as the heading of the citation's window, links that heading
     # to `source.url`, and with `external` keeps the name rather than showing the bare link. The chip shows the
     # paper's id, as our citations always have; the window adds title, journal, year and the supporting sentence.
-    details = " · ".join(str(part) for part in (reference.title, reference.journal, reference.year) if part)
+    details = " · ".join(str(part) for part in (reference.title, reference.journal, reference.year,
+                                               reference.locator()) if part)
     return {
         "source": {"id": reference.source_id, "name": reference.source_id, "url": reference.url},
         "document": [f"{details or reference.source_id}\n\n{reference.evidence or ''}".strip()],
         "metadata": [{"source": reference.url or reference.source_id, "name": reference.source_id, "external": True,
                       "url": reference.url, "title": reference.title, "number": reference.number,
-                      "section": reference.section}],
+                      "section": reference.section,
+                      # Open WebUI shows "page n+1" for a 0-based `page`
+                      **({"page": reference.page - 1} if reference.page is not None else {})}],
     }
 
 

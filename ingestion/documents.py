@@ -1,0 +1,129 @@
+"""The user's own documents: PDF (text extracted page by page, with page numbers) and plain text.
+
+They have no PMCID or PMID, so each gets a stable id from its bytes: `doc:` and the first 16 hex digits of the
+file's SHA-256 (the same file always gets the same id; ingesting it again replaces it). A PDF's sections are its
+pages, so a chunk never spans two pages and every citation of it can say on which page its sentence is. Title,
+authors and year come from the PDF's own metadata where it has them, else from the file name.
+
+Usage:
+```python
+article = read_document(Path("trial-report.pdf"), data, collection="lab")   # an Article, or raises IngestError
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from pmc_rag.ingestion.article import Article, Section, normalise_space
+from pmc_rag.ingestion.xml import IngestError
+
+PDF_SUFFIXES = (".pdf",)
+TEXT_SUFFIXES = (".txt", ".md", ".text")
+
+# Collection names: what `--collection` and the upload route accept.
+COLLECTION_NAME = r"[a-z0-9][a-z0-9_-]{0,63}"
+COLLECTION_RULE = "a collection name is 1-64 lower-case letters, digits, '_' and '-', starting with a letter or digit"
+
+
+def check_collection(name: str) -> str:
+    if not re.fullmatch(COLLECTION_NAME, name or ""):
+        raise IngestError(f"collection {name!r}: {COLLECTION_RULE}")
+    return name
+
+
+def is_pdf(path: Path, data: bytes) -> bool:
+    return data[:1024].lstrip().startswith(b"%PDF-") or path.name.lower().endswith(PDF_SUFFIXES)
+
+
+def is_text(path: Path) -> bool:
+    return path.name.lower().endswith(TEXT_SUFFIXES)
+
+
+def document_id(data: bytes) -> str:
+    return "doc:" + hashlib.sha256(data).hexdigest()[:16]
+
+
+def read_document(path: Path, data: bytes, collection: str | None = None) -> Article:
+    """The PDF or text file as an Article; IngestError says what is wrong with it (and how to fix it)."""
+    if is_pdf(path, data):
+        article = _pdf(path, data)
+    else:
+        article = _text(path, data)
+    article.doc_id, article.collection, article.source_file = document_id(data), collection, str(path)
+    return article
+
+
+def _pdf(path: Path, data: bytes) -> Article:
+    import pypdfium2 as pdfium
+
+    source = str(path)
+    if not data.lstrip().startswith(b"%PDF-"):
+        raise IngestError(f"{source}: not a PDF (it does not start with %PDF-); upload the PDF itself")
+    try:
+        pdf = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as error:
+        if "password" in str(error).lower():
+            raise IngestError(f"{source}: the PDF is encrypted (password-protected); save an unprotected copy "
+                              "and upload that") from None
+        raise IngestError(f"{source}: the PDF cannot be read ({error}); it may be damaged or cut short, so "
+                          "export or download it again") from None
+    try:
+        pages = []
+        for number in range(len(pdf)):
+            page = pdf[number]
+            text_page = page.get_textpage()
+            pages.append(text_page.get_text_bounded())
+            text_page.close()
+            page.close()
+        metadata = pdf.get_metadata_dict(skip_empty=True)
+    finally:
+        pdf.close()
+    if not pages:
+        raise IngestError(f"{source}: the PDF has no pages")
+    sections = [Section(title=f"Page {number}", text=_paragraphs(text), page=number)
+                for number, text in enumerate(pages, start=1) if text.strip()]
+    if not sections:
+        raise IngestError(f"{source}: the PDF has no text layer (a scan?): none of its {len(pages)} page(s) "
+                          "holds text; run OCR on it (e.g. ocrmypdf) and upload the result")
+    year = re.match(r"D:(\d{4})", metadata.get("CreationDate", ""))
+    return Article(source_format="pdf", title=normalise_space(metadata.get("Title")) or _title_from(path),
+                   authors=_authors(metadata.get("Author", "")), year=int(year.group(1)) if year else None,
+                   pub_date=year.group(1) if year else None, sections=sections)
+
+
+def _text(path: Path, data: bytes) -> Article:
+    source = str(path)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise IngestError(f"{source}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
+    if "\x00" in text:
+        raise IngestError(f"{source}: binary data, not text; upload a PDF, plain text or PMC/PubMed XML")
+    if not text.strip():
+        raise IngestError(f"{source}: the file holds no text")
+    lines = text.strip().splitlines()
+    # A first short line is the title ("# Title" in Markdown too); the text is the rest, or all of it.
+    first = lines[0].lstrip("# ").strip()
+    titled = len(lines) > 1 and 0 < len(first) <= 200
+    body = "\n".join(lines[1:]) if titled else text
+    return Article(source_format="text", title=first if titled else _title_from(path),
+                   sections=[Section(title="Text", text=_paragraphs(body))])
+
+
+def _paragraphs(text: str) -> str:
+    """Lines joined into paragraphs (PDF lines end mid-sentence). A hyphen at a line's end stays, joined to the
+    next word: "first-line" must stay whole, and "treat-ment" is the lesser harm."""
+    text = re.sub(r"-\n(?=\w)", "-", text.replace("\r\n", "\n"))
+    paragraphs = re.split(r"\n\s*\n", text)
+    return "\n\n".join(normalise_space(p) for p in paragraphs if p.strip())
+
+
+def _title_from(path: Path) -> str:
+    return re.sub(r"[_-]+", " ", path.stem).strip() or path.name
+
+
+def _authors(field: str) -> list[str]:
+    return [name.strip() for name in re.split(r";|,| and ", field) if name.strip()]
