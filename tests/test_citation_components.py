@@ -137,6 +137,7 @@ def test_references_carry_what_is_needed_to_check_them():
         "doi": "10.1371/journal.pone.0147599", "url": "https://pmc.ncbi.nlm.nih.gov/articles/PMC4816447/",
         "section": "Abstract: Results", "chunk_id": "c1",
         "evidence": "Erlotinib prolonged progression-free survival in patients with EGFR-mutant lung adenocarcinoma.",
+        "authors": [], "page": None, "collection": None,  # a paper without pages, in no collection
     }
     assert answer["flags"] == {"invalid_citations_removed": False, "weak_support": False,
                                "extractive_fallback": False, "context_truncated": False,

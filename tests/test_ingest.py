@@ -89,7 +89,7 @@ def test_bad_files_are_reported_with_reasons_and_the_rest_is_ingested(store, ind
     (tmp_path / "good.xml").write_bytes(good.read_bytes())
     (tmp_path / "malformed.xml").write_bytes(b"<article><front><article-meta></front></article>")
     (tmp_path / "truncated.xml").write_bytes(real[: len(real) // 2])
-    (tmp_path / "unknown.xml").write_bytes(b"%PDF-1.4 not xml at all")
+    (tmp_path / "unknown.xml").write_bytes(b"GIF89a not xml at all")  # (PDF bytes would be read as a PDF)
     (tmp_path / "other.xml").write_bytes(b"<rss><channel/></rss>")
     (tmp_path / "latin1.xml").write_bytes(
         b'<?xml version="1.0" encoding="UTF-8"?><article><front><article-meta>'

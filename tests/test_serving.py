@@ -79,7 +79,8 @@ def test_rest_answer_retrieval_models_health_and_openapi(client):
     assert {"/rag/run", "/retrieve/run", "/health"} <= set(schema["paths"])
     assert "/deploy-yaml" not in schema["paths"] and "/deploy_files" not in schema["paths"]
     request = schema["components"]["schemas"]["SearchFilters"]["properties"]
-    assert {"year_from", "year_to", "journal", "article_type", "min_evidence_level", "source_ids"} == set(request)
+    assert {"year_from", "year_to", "journal", "article_type", "min_evidence_level", "source_ids",
+            "collections"} == set(request)
 
 
 @pytest.mark.parametrize(("body", "status", "message"), [
