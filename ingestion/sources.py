@@ -11,14 +11,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pmc_rag.ingestion.article import Article
-from pmc_rag.ingestion.documents import PDF_SUFFIXES, TEXT_SUFFIXES, is_pdf, is_text, read_document
+from pmc_rag.ingestion.documents import PDF_SUFFIXES, is_pdf, is_text, read_document
 from pmc_rag.ingestion.jats import is_jats, parse_jats
 from pmc_rag.ingestion.pubmed import is_pubmed, parse_pubmed
 from pmc_rag.ingestion.pubmedqa import looks_like_pubmedqa, parse_pubmedqa
 from pmc_rag.ingestion.xml import IngestError, local_name, parse_xml, read_bytes
 
-# Files picked up when walking a folder; a file named explicitly is tried whatever its name.
-INGESTIBLE_SUFFIXES = (".xml", ".nxml", ".jsonl", ".xml.gz", ".nxml.gz", ".jsonl.gz", *PDF_SUFFIXES, *TEXT_SUFFIXES)
+# Files picked up when walking a folder; a file named explicitly (or by a glob) is tried whatever its name. Text
+# files (.txt, .md) are read only when named: in a folder they are mostly READMEs and licences, not documents.
+INGESTIBLE_SUFFIXES = (".xml", ".nxml", ".jsonl", ".xml.gz", ".nxml.gz", ".jsonl.gz", *PDF_SUFFIXES)
 
 
 def expand_paths(inputs: Iterable[str]) -> tuple[list[Path], list[IngestError]]:

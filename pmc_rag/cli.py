@@ -294,7 +294,7 @@ def _setup(args: argparse.Namespace) -> int:
         "  pmc-rag ask \"QUESTION\"         a cited answer\n"
         "  pmc-rag serve                  REST and OpenAI-compatible chat on http://127.0.0.1:1416\n"
         "  pmc-rag status                 what is indexed\n"
-        "  pmc-rag ingest PATH...         add your own PMC/JATS, PubMed XML or PubMedQA JSONL files\n"
+        "  pmc-rag ingest PATH...         add PMC/JATS, PubMed XML, PubMedQA JSONL, PDF or text files\n"
         "  scripts/test.sh                run the test suite"
     )
     if args.serve:

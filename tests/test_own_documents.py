@@ -76,3 +76,13 @@ def test_ingest_into_a_collection_then_delete_it_with_its_bm25_statistics(store,
         assert connection.execute(f"SELECT doc_count, total_len FROM {table}__bm25_stats").fetchone() == (0, 0)
         assert connection.execute(f"SELECT count(*) FROM {table}__bm25_postings").fetchone()[0] == 0
         assert connection.execute(f"SELECT count(*) FROM {table}__bm25_terms WHERE df > 0").fetchone()[0] == 0
+
+
+def test_a_folder_walk_takes_pdfs_but_text_files_only_when_named(tmp_path):
+    from pmc_rag.ingestion.sources import expand_paths
+
+    pdf, _ = article_pdf(tmp_path / "paper.pdf")
+    (tmp_path / "README.md").write_text("# About this folder\n\nNot a document.")
+    (tmp_path / "notes.txt").write_text(NOTE)
+    files, problems = expand_paths([str(tmp_path), str(tmp_path / "notes.txt")])
+    assert files == [pdf, tmp_path / "notes.txt"] and not problems
