@@ -20,7 +20,9 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
 
 QUESTION = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
 
@@ -45,11 +47,15 @@ def main() -> int:
 
 def _check(browser: webdriver.Chrome, args: argparse.Namespace) -> int:
     browser.get(args.url)
-    time.sleep(4)
+    WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.ID, "chat-input"))
+    time.sleep(2)
     for button in browser.find_elements(By.TAG_NAME, "button"):  # the "what's new" window of a fresh install
-        if "Okay" in button.text:
-            button.click()
-            break
+        try:
+            if "Okay" in button.text:
+                button.click()
+                break
+        except StaleElementReferenceException:  # the page re-rendered meanwhile
+            continue
     box = browser.find_element(By.ID, "chat-input")
     box.click()
     box.send_keys(args.question)
