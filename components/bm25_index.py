@@ -25,21 +25,40 @@ beat. The terms whose bounds together stay under it cannot lift a chunk into the
 only the other terms' postings are read; the weak terms are then looked up, largest bound first, for the
 candidates still able to reach the k-th score, and the rest drop out. The result is the exhaustive top k. Deleting a
 chunk leaves a term's bound as it was: still a bound, only looser, so deletes stay cheap and results exact.
+
+Where the server can load the native scorer (`pmc_rag.native`: a small C function, compiled here for the embedded
+PostgreSQL), `<table>__bm25_top` scores every posting instead, in C, from a fifth table:
+
+    <table>__bm25_blocks    term_id, block, postings   (a term's postings in chunk numbers block * 4096 to
+                                                         block * 4096 + 4095, packed 8 bytes each)
+
+Same result (the exhaustive top k, same order), about ten times faster at a million chunks: the SQL search's cost
+is PostgreSQL grouping postings by chunk, about 0.4 microseconds each, which the C function replaces with adding
+into an array. The triggers re-pack the blocks that each write touches, in the same transaction; with the scorer
+off (`PMC_RAG_BM25_NATIVE=off`) or not loadable, `ensure_bm25_index` drops the blocks and installs the SQL search.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from pmc_rag import native
 from pmc_rag.components.store_connection import connect
+
+logger = logging.getLogger(__name__)
 
 
 # The first key of the advisory lock that writers of a chunk table hold until they commit (the second: its oid).
 _LOCK_SPACE = 1417
+
+# Chunk numbers per packed block. Smaller blocks make a write re-pack fewer postings; larger ones make fewer rows
+# to read per question term (a term in half the chunks has one row per block). 4,096 kept both small at 1M chunks.
+BLOCK_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -61,12 +80,15 @@ class BM25Tables:
         return sql.Identifier(f"{self.table}__bm25_{event}")
 
     def format(self, template: str, **extra: sql.Composable) -> sql.Composed:
-        """Fill a SQL template's {chunks}, {terms}, {docs}, {postings}, {stats}, {function} and {language}."""
+        """Fill a SQL template's {chunks}, {terms}, {docs}, {postings}, {stats}, {blocks}, {function}, {top},
+        {scan}, {language} and {block_size}."""
         side = {name: sql.Identifier(self.schema, f"{self.table}__bm25_{suffix}")
                 for name, suffix in (("terms", "terms"), ("docs", "docs"), ("postings", "postings"),
-                                     ("stats", "stats"), ("function", "sync"), ("top", "top"))}
+                                     ("stats", "stats"), ("function", "sync"), ("top", "top"),
+                                     ("blocks", "blocks"), ("scan", "scan"))}
         return sql.SQL(template).format(chunks=self.chunks, language=sql.Literal(self.language),
-                                        lock_space=sql.Literal(_LOCK_SPACE), **side, **extra)
+                                        lock_space=sql.Literal(_LOCK_SPACE), block_size=sql.Literal(BLOCK_SIZE),
+                                        **side, **extra)
 
 
 _CREATE_TABLES = """
@@ -141,24 +163,72 @@ UPDATE {stats} SET generation = generation + 1, doc_count = doc_count - (SELECT 
 
 _TRIGGER_FUNCTION = """
 CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE
+    -- the (term, block) pairs whose packed postings change: re-packed at the end (with the native scorer only)
+    touched_terms integer[] := '{{}}';
+    touched_blocks integer[] := '{{}}';
 BEGIN
     -- One writer at a time per table, until it commits: writers would otherwise lock shared term rows and the
     -- statistics row in different orders and deadlock (see writer_lock).
     PERFORM pg_advisory_xact_lock({lock_space}, TG_RELID::integer);
     IF TG_OP = 'TRUNCATE' THEN
         TRUNCATE {terms}, {docs}, {postings};
+        {truncate_blocks}
         UPDATE {stats} SET doc_count = 0, total_len = 0, generation = generation + 1;
         RETURN NULL;
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        {touched_old}
         {remove_old};
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
         {add_new};
+        {touched_new}
     END IF;
+    {repack}
     RETURN NULL;
 END
 $body$;
+"""
+
+# The native scorer's copy of the postings, 8 bytes each, one row per term and block of BLOCK_SIZE chunk numbers
+# (the layout is described in pmc_rag/native/bm25_scan.c). Derived from {postings}; kept in step by the triggers.
+_CREATE_BLOCKS = """
+CREATE TABLE IF NOT EXISTS {blocks} (
+    term_id integer NOT NULL, block integer NOT NULL, postings bytea NOT NULL, PRIMARY KEY (term_id, block));
+-- stored uncompressed: scoring reads them without decompressing first
+ALTER TABLE {blocks} ALTER COLUMN postings SET STORAGE EXTERNAL;
+"""
+
+_PACKED = ("string_agg(int4send(((p.docno - p.docno / {block_size} * {block_size}) * 65536 + p.tf)::integer) "
+           "|| int4send(p.doc_len), ''::bytea ORDER BY p.docno)")
+
+_FILL_BLOCKS = """
+TRUNCATE {blocks};
+INSERT INTO {blocks} (term_id, block, postings)
+SELECT p.term_id, (p.docno / {block_size})::integer, """ + _PACKED + """
+FROM {postings} p GROUP BY p.term_id, p.docno / {block_size}
+"""
+
+# Adds the (term, block) pairs of {source}'s chunks (which must still be in {docs}) to those to re-pack.
+_TOUCHED = """
+SELECT touched_terms || coalesce(array_agg(x.term_id), '{{}}'), touched_blocks || coalesce(array_agg(x.block), '{{}}')
+INTO touched_terms, touched_blocks
+FROM (SELECT DISTINCT t.term_id, (d.docno / {block_size})::integer AS block
+      FROM {source} s JOIN {docs} d ON d.doc_id = s.id,
+           unnest(to_tsvector({language}::regconfig, coalesce(s.content, ''))) u JOIN {terms} t ON t.term = u.lexeme
+     ) x;
+"""
+
+_REPACK = """
+DELETE FROM {blocks} k USING unnest(touched_terms, touched_blocks) AS x(term_id, block)
+WHERE k.term_id = x.term_id AND k.block = x.block;
+INSERT INTO {blocks} (term_id, block, postings)
+SELECT x.term_id, x.block, """ + _PACKED + """
+FROM (SELECT DISTINCT * FROM unnest(touched_terms, touched_blocks) AS u(term_id, block)) x
+JOIN {postings} p ON p.term_id = x.term_id AND p.docno >= x.block::bigint * {block_size}
+                 AND p.docno < (x.block + 1)::bigint * {block_size}
+GROUP BY x.term_id, x.block;
 """
 
 # The k best chunks for the question terms `term_ids` (with their IDFs), exactly as scoring every posting would rank
@@ -257,6 +327,32 @@ END
 $body$;
 """
 
+# The native scorer, from a library file on the server's machine (see pmc_rag.native).
+_SCAN_FUNCTION = """
+CREATE OR REPLACE FUNCTION {scan}(blocks integer[], lists bytea[], idfs float8[], k integer, k1 float8, b float8,
+                                  avgdl float8, block_size integer)
+RETURNS float8[] LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS {library}, {symbol}
+"""
+
+# The same search as _TOP_FUNCTION, same signature and result, scoring every posting of the question's terms in C.
+_NATIVE_TOP_FUNCTION = """
+CREATE OR REPLACE FUNCTION {top}(term_ids integer[], idfs float8[], k integer, k1 float8, b float8,
+                                 probe_postings integer DEFAULT 5000)
+RETURNS TABLE (docno bigint, score float8) LANGUAGE sql STABLE AS $body$
+SELECT (r.hits[2 * i - 1])::bigint, r.hits[2 * i]
+FROM (SELECT {scan}(array_agg(bl.block ORDER BY bl.block, q.ord), array_agg(bl.postings ORDER BY bl.block, q.ord),
+                    array_agg(q.idf ORDER BY bl.block, q.ord), k, k1, b,
+                    (SELECT greatest(total_len::float8 / greatest(doc_count, 1), 1) FROM {stats}),
+                    {block_size}) AS hits
+      FROM unnest(term_ids, idfs) WITH ORDINALITY AS q(term_id, idf, ord)
+      JOIN {blocks} bl ON bl.term_id = q.term_id) r,
+     generate_series(1, coalesce(array_length(r.hits, 1), 0) / 2) AS i
+ORDER BY i
+$body$;
+"""
+
+_DROP_SCAN = "DROP FUNCTION IF EXISTS {scan}(integer[], bytea[], float8[], integer, float8, float8, float8, integer)"
+
 _TRIGGERS = {
     "insert": "AFTER INSERT ON {chunks} REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT",
     "update": "AFTER UPDATE ON {chunks} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT",
@@ -273,35 +369,101 @@ def ensure_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> boo
     with connection.transaction():
         connection.execute(tables.format("LOCK TABLE {chunks} IN SHARE ROW EXCLUSIVE MODE"))
         connection.execute(tables.format(_CREATE_TABLES))
-        connection.execute(tables.format(
-            _TRIGGER_FUNCTION,
-            remove_old=tables.format(_REMOVE_ROWS, source=sql.Identifier("old_rows")),
-            add_new=tables.format(_ADD_ROWS, source=sql.Identifier("new_rows")),
-        ))
+        had_blocks = _exists(connection, tables, "blocks")
+        native = _install_native_scan(connection, tables)
+        if native:
+            connection.execute(tables.format(_CREATE_BLOCKS))
+        else:  # no longer kept in step, so no longer trusted
+            connection.execute(tables.format("DROP TABLE IF EXISTS {blocks}"))
+            connection.execute(tables.format(_DROP_SCAN))
+        connection.execute(_trigger_function(tables, native))
         missing = [event for event in _TRIGGERS if not _trigger_exists(connection, tables, event)]
         for event in missing:
             connection.execute(tables.format(
                 "CREATE TRIGGER {trigger} " + _TRIGGERS[event] + " EXECUTE FUNCTION {function}()",
                 trigger=tables.trigger(event),
             ))
-        connection.execute(tables.format(_TOP_FUNCTION))
+        connection.execute(tables.format(_NATIVE_TOP_FUNCTION if native else _TOP_FUNCTION))
         _include_scores_in_postings_key(connection, tables)
         indexed = connection.execute(tables.format("SELECT doc_count FROM {stats}")).fetchone()[0]
         stored = connection.execute(tables.format("SELECT count(*) FROM {chunks}")).fetchone()[0]
         if not missing and indexed == stored:
-            if not connection.execute(tables.format("SELECT 1 FROM {terms} WHERE max_tf IS NULL LIMIT 1")).fetchone():
+            bounds_missing = connection.execute(
+                tables.format("SELECT 1 FROM {terms} WHERE max_tf IS NULL LIMIT 1")).fetchone() is not None
+            if bounds_missing:
+                # An index from before the bounds existed: derive them from its postings (no need to re-read text).
+                connection.execute(tables.format(
+                    "UPDATE {terms} t SET max_tf = p.max_tf, min_len = p.min_len FROM (SELECT term_id, max(tf) AS "
+                    "max_tf, min(doc_len) AS min_len FROM {postings} GROUP BY term_id) p WHERE p.term_id = t.term_id"))
+            if native and not had_blocks:
+                _fill_blocks(connection, tables)
+            elif not bounds_missing:
                 return False
-            # An index from before the bounds existed: derive them from its postings (no need to re-read the text).
-            connection.execute(tables.format(
-                "UPDATE {terms} t SET max_tf = p.max_tf, min_len = p.min_len FROM (SELECT term_id, max(tf) AS max_tf, "
-                "min(doc_len) AS min_len FROM {postings} GROUP BY term_id) p WHERE p.term_id = t.term_id"))
         else:
             connection.execute(tables.format("TRUNCATE {terms}, {docs}, {postings}"))
             connection.execute(tables.format("UPDATE {stats} SET doc_count = 0, total_len = 0"))
             connection.execute(tables.format(_ADD_ROWS, source=tables.chunks))
+            if native:
+                _fill_blocks(connection, tables)
     # Fresh statistics, or the planner guesses at the new tables' sizes (outside the transaction: cheap).
     connection.execute(tables.format("ANALYZE {terms}, {docs}, {postings}"))
+    if native:
+        connection.execute(tables.format("ANALYZE {blocks}"))
     return True
+
+
+def native_scorer_installed(connection: psycopg.Connection, tables: BM25Tables) -> bool:
+    """Whether searches of this table score in C (`pmc_rag.native`) rather than by the SQL search."""
+    return _exists(connection, tables, "blocks") and _exists(connection, tables, "scan", kind="regproc")
+
+
+def _trigger_function(tables: BM25Tables, native: bool) -> sql.Composed:
+    """The trigger function, with the upkeep of the packed blocks when the native scorer reads them."""
+    nothing = sql.SQL("")
+    return tables.format(
+        _TRIGGER_FUNCTION,
+        remove_old=tables.format(_REMOVE_ROWS, source=sql.Identifier("old_rows")),
+        add_new=tables.format(_ADD_ROWS, source=sql.Identifier("new_rows")),
+        truncate_blocks=tables.format("TRUNCATE {blocks};") if native else nothing,
+        touched_old=tables.format(_TOUCHED, source=sql.Identifier("old_rows")) if native else nothing,
+        touched_new=tables.format(_TOUCHED, source=sql.Identifier("new_rows")) if native else nothing,
+        repack=tables.format(_REPACK) if native else nothing,
+    )
+
+
+def _fill_blocks(connection: psycopg.Connection, tables: BM25Tables) -> None:
+    # One sort of every posting: with the default 4 MB it would spill to disk many times over.
+    connection.execute("SET LOCAL work_mem = '256MB'")
+    connection.execute(tables.format(_FILL_BLOCKS))
+    connection.execute("RESET work_mem")
+
+
+def _install_native_scan(connection: psycopg.Connection, tables: BM25Tables) -> bool:
+    """Create the table's `{scan}` function from the first library the server can load and that scores a known
+    case right; False (the SQL search stays) when none can or the scorer is turned off."""
+    if not native.enabled():
+        return False
+    version = int(connection.execute("SHOW server_version_num").fetchone()[0])
+    compiled = native.compiled_library(version)
+    # the local build first: the embedded server, the usual case, loads it at once
+    libraries = ([str(compiled)] if compiled else []) + [native.INSTALLED]
+    problems = []
+    for library in libraries:
+        try:
+            with connection.transaction():  # a savepoint: a library that fails leaves nothing behind
+                connection.execute(tables.format(_SCAN_FUNCTION, library=sql.Literal(library),
+                                                 symbol=sql.Literal(native.SYMBOL)))
+                # one posting (chunk 0, tf 1, length 1) of a term with idf 1: 1 / (1 + 1.2) with k1 1.2 and b 0
+                hits = connection.execute(tables.format(
+                    "SELECT {scan}(ARRAY[0], ARRAY['\\x0000000100000001'::bytea], ARRAY[1.0::float8], 1, 1.2, 0, "
+                    "1.0, {block_size})")).fetchone()[0]
+                if len(hits) != 2 or hits[0] != 0 or abs(hits[1] - 1 / 2.2) > 1e-12:
+                    raise psycopg.DataError(f"the scorer answered {hits} to a known case")
+            return True
+        except psycopg.Error as error:
+            problems.append(f"{library}: {str(error).strip().splitlines()[0]}")
+    logger.info("BM25 uses the SQL search; no native scorer could be loaded (%s)", "; ".join(problems))
+    return False
 
 
 def _include_scores_in_postings_key(connection: psycopg.Connection, tables: BM25Tables) -> None:
@@ -381,4 +543,5 @@ def drop_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> None:
         connection.execute(tables.format("DROP FUNCTION IF EXISTS {function}()"))
         connection.execute(tables.format("DROP FUNCTION IF EXISTS {top}(integer[], float8[], integer, float8, float8, "
                                          "integer)"))
-        connection.execute(tables.format("DROP TABLE IF EXISTS {terms}, {docs}, {postings}, {stats}"))
+        connection.execute(tables.format(_DROP_SCAN))
+        connection.execute(tables.format("DROP TABLE IF EXISTS {terms}, {docs}, {postings}, {stats}, {blocks}"))

@@ -412,7 +412,24 @@ def _status(args: argparse.Namespace) -> int:
     print(f"Table: {store.schema_name}.{store.table_name} ({store.embedding_dimension}-d embeddings)")
     rows = store.count_unique_metadata_by_filter(filters={}, metadata_fields=["source_id"])
     print(f"Chunks: {store.count_documents()}  Articles: {rows.get('source_id', 0)}")
+    print(f"BM25: {_bm25_scorer_line(store)}")
     return 0
+
+
+def _bm25_scorer_line(store: Any) -> str:
+    from pmc_rag import native
+    from pmc_rag.components.bm25_index import BM25Tables, bm25_index_exists, native_scorer_installed
+    from pmc_rag.components.store_connection import connect
+
+    with connect(store) as connection:
+        tables = BM25Tables.of(store)
+        if not bm25_index_exists(connection, tables):
+            return "no index yet (the first ingestion builds it)"
+        if native_scorer_installed(connection, tables):
+            return "native scorer (C, pmc_rag/native/bm25_scan.c) over packed postings"
+    why = "turned off by PMC_RAG_BM25_NATIVE" if not native.enabled() else \
+        "the native scorer could not be built or loaded (a C compiler and the server's headers are needed)"
+    return f"SQL search (MaxScore): {why}"
 
 
 def _check_local_model(pipeline_name: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 
 import bm25s
@@ -13,7 +14,8 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack_integrations.components.retrievers.pgvector import PgvectorKeywordRetriever
 
 from pmc_rag.components.article_writer import ArticleWriter
-from pmc_rag.components.bm25_index import BM25IndexMissing
+from pmc_rag.components.bm25_index import (BLOCK_SIZE, _FILL_BLOCKS, BM25IndexMissing, install_bm25_index,
+                                           native_scorer_installed)
 from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 from pmc_rag.components.section_chunker import SectionChunker
 from pmc_rag.ingestion.sources import read_articles
@@ -151,8 +153,25 @@ def test_pruned_search_with_a_filter_few_chunks_pass_equals_the_exhaustive_one(p
         assert ranked(pubmedqa_retriever, question, filters=nowhere) == []
 
 
-def test_pruned_search_stays_exact_after_deletes_updates_and_reinserts(store):
-    """Deletes leave a term's bounds as they were (looser, still bounds), so results must not change."""
+@pytest.fixture(params=["native", "sql"])
+def scorer(request, monkeypatch) -> str:
+    """Both ways of scoring: the C scorer over packed blocks (where a C compiler is), and the SQL search."""
+    if request.param == "sql":
+        monkeypatch.setenv("PMC_RAG_BM25_NATIVE", "off")
+    elif shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the native scorer cannot be built (apt-get install gcc)")
+    return request.param
+
+
+def assert_scorer(store, scorer: str) -> None:
+    tables = PgvectorBM25Retriever(document_store=store).tables
+    with psycopg.connect(store.connection_string.resolve_value()) as connection:
+        assert native_scorer_installed(connection, tables) == (scorer == "native")
+
+
+def test_pruned_search_stays_exact_after_deletes_updates_and_reinserts(store, scorer):
+    """Deletes leave a term's bounds as they were (looser, still bounds), so results must not change; the native
+    scorer's blocks are re-packed by the same writes."""
     articles = list(read_articles(CORPUS / "pubmedqa/corpus.jsonl"))[:300]
     chunks = [replace(c, embedding=UNIT) for c in SectionChunker().run(
         documents=[d for a in articles for d in a.section_documents()])["documents"]]
@@ -162,10 +181,98 @@ def test_pruned_search_stays_exact_after_deletes_updates_and_reinserts(store):
     store.write_documents([replace(c, content=(c.content or "") + " mitochondria") for c in chunks[1:200:2]],
                           policy=DuplicatePolicy.OVERWRITE)  # updates through the stock store
     writer.run(documents=chunks[:100:2])  # re-ingested: new docnos
+    assert_scorer(store, scorer)
     retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
     exhaustive = exhaustive_twin(retriever)
     questions = [q["QUESTION"] for q in DEV_QUESTIONS.values()][:150] + ["mitochondria dysfunction"]
     assert [ranked(retriever, q) for q in questions] == [ranked(exhaustive, q) for q in questions]
+
+
+def packed_blocks(connection: psycopg.Connection, tables) -> list[tuple]:
+    return connection.execute(tables.format(
+        "SELECT term_id, block, md5(postings) FROM {blocks} ORDER BY term_id, block")).fetchall()
+
+
+def test_blocks_kept_in_step_by_writes_equal_blocks_packed_afresh(store, scorer):
+    """Inserts, upserts, deletes and re-ingestion spanning several blocks re-pack exactly the blocks they touch."""
+    if scorer == "sql":
+        pytest.skip("the SQL search keeps no blocks")
+    articles = list(read_articles(CORPUS / "pubmedqa/corpus.jsonl"))[:120]
+    chunks = [replace(c, embedding=UNIT) for c in SectionChunker().run(
+        documents=[d for a in articles for d in a.section_documents()])["documents"]]
+    writer = ArticleWriter(document_store=store)
+    writer.run(documents=chunks)
+    tables = PgvectorBM25Retriever(document_store=store).tables
+    url = store.connection_string.resolve_value()
+    with psycopg.connect(url, autocommit=True) as connection:
+        # chunk numbers beyond the first blocks, as after years of re-ingestion
+        connection.execute("SELECT setval(pg_get_serial_sequence(%s, 'docno'), %s)",
+                           (f"{store.table_name}__bm25_docs", 3 * BLOCK_SIZE - 40))
+    store.delete_documents([c.id for c in chunks[::3]])
+    store.write_documents([replace(c, content=(c.content or "") + " mitochondria") for c in chunks[1:90:3]],
+                          policy=DuplicatePolicy.OVERWRITE)
+    writer.run(documents=chunks[:120:3])  # re-ingested: new chunk numbers, across a block boundary
+    with psycopg.connect(url) as connection:
+        kept = packed_blocks(connection, tables)
+        blocks = {block for _, block, _ in kept}
+        connection.execute(tables.format(_FILL_BLOCKS))
+        assert kept == packed_blocks(connection, tables)
+        connection.rollback()
+    assert {0, 2, 3} <= blocks
+    retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
+    questions = [q["QUESTION"] for q in DEV_QUESTIONS.values()][:60] + ["mitochondria dysfunction"]
+    assert [ranked(retriever, q) for q in questions] == [ranked(exhaustive_twin(retriever), q) for q in questions]
+
+
+def test_turning_the_native_scorer_off_and_on_drops_and_repacks_its_blocks(store, monkeypatch):
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the native scorer cannot be built (apt-get install gcc)")
+    writer = ArticleWriter(document_store=store)
+    writer.run(documents=[chunk("PMC1", "Malaria vaccine trial in Kenya with malaria cases.", 0),
+                          chunk("PMC2", "Dengue vaccine in Brazil.", 1)])
+    assert_scorer(store, "native")
+    monkeypatch.setenv("PMC_RAG_BM25_NATIVE", "off")
+    assert install_bm25_index(store) is False  # nothing rebuilt: only the blocks dropped
+    assert_scorer(store, "sql")
+    writer.run(documents=[chunk("PMC3", "Malaria in Kenya, no vaccine.", 2)])  # written while off
+    retriever = PgvectorBM25Retriever(document_store=store)
+    by_sql = ranked(retriever, "malaria vaccine")
+    assert sorted(document_id for document_id, _ in by_sql) == ["PMC1-0", "PMC2-1", "PMC3-2"]
+    monkeypatch.delenv("PMC_RAG_BM25_NATIVE")
+    assert install_bm25_index(store) is True  # blocks packed from the postings
+    assert_scorer(store, "native")
+    assert ranked(retriever, "malaria vaccine") == by_sql
+
+
+def test_the_native_scorer_refuses_damaged_blocks_with_an_error_not_a_crash(store):
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the native scorer cannot be built (apt-get install gcc)")
+    ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Malaria vaccine trial.")])
+    assert_scorer(store, "native")
+    tables = PgvectorBM25Retriever(document_store=store).tables
+    scan = "SELECT {scan}(%s::int[], %s::bytea[], %s::float8[], 5, 1.2, 0.75, 10.0, {block_size})"
+    one = bytes.fromhex("0000000100000001")
+    cases = [([0], [one[:7]], [1.0], "not 8 per posting"),
+             ([0], [bytes.fromhex("FFFF000100000001")], [1.0], "outside a block"),
+             ([1, 0], [one, one], [1.0, 1.0], "ascending order"),
+             ([0], [one], [1.0, 2.0], "differ in length"),
+             ([0], [None], [1.0], "must not contain NULL")]
+    with psycopg.connect(store.connection_string.resolve_value(), autocommit=True) as connection:
+        for blocks, lists, idfs, message in cases:
+            with pytest.raises(psycopg.Error, match=message):
+                connection.execute(tables.format(scan), (blocks, lists, idfs))
+        assert connection.execute(tables.format(scan), ([0, 7], [one, one], [1.0, 2.0])).fetchone()[0][0] \
+            == 7 * BLOCK_SIZE  # the same session goes on: nothing crashed
+
+
+def test_without_a_compiler_the_sql_search_is_used_and_says_why(store, monkeypatch, tmp_path, caplog):
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path))  # no library built there yet
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    with caplog.at_level("INFO"):
+        ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Malaria vaccine trial.")])
+    assert_scorer(store, "sql")
+    assert "the SQL search is used instead" in caplog.text
+    assert papers(PgvectorBM25Retriever(document_store=store).run(query="malaria")["documents"]) == ["PMC1"]
 
 
 def test_an_index_from_before_the_bounds_is_upgraded_in_place(store):
