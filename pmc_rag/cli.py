@@ -289,6 +289,7 @@ def _setup(args: argparse.Namespace) -> int:
         print(report.summary())
         if report.interrupted or report.articles == 0:
             return EXIT_FAILED
+    print(f"BM25: {_bm25_scorer_line(writer.document_store)}")
     print(
         "\nReady. Next (with .venv/bin on your PATH):\n"
         "  pmc-rag ask \"QUESTION\"         a cited answer\n"
@@ -427,8 +428,9 @@ def _bm25_scorer_line(store: Any) -> str:
             return "no index yet (the first ingestion builds it)"
         if native_scorer_installed(connection, tables):
             return "native scorer (C, pmc_rag/native/bm25_scan.c) over packed postings"
-    why = "turned off by PMC_RAG_BM25_NATIVE" if not native.enabled() else \
-        "the native scorer could not be built or loaded (a C compiler and the server's headers are needed)"
+    why = "the native scorer is turned off by PMC_RAG_BM25_NATIVE" if not native.enabled() else \
+        ("the native scorer is not installed; `pmc-rag setup` installs it where it can be built (a C compiler is "
+         "needed) and the server can load it, and logs why not")
     return f"SQL search (MaxScore): {why}"
 
 
