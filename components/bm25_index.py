@@ -203,12 +203,19 @@ ALTER TABLE {blocks} ALTER COLUMN postings SET STORAGE EXTERNAL;
 _PACKED = ("string_agg(int4send(((p.docno - p.docno / {block_size} * {block_size}) * 65536 + p.tf)::integer) "
            "|| int4send(p.doc_len), ''::bytea ORDER BY p.docno)")
 
+
 _FILL_BLOCKS = """
 TRUNCATE {blocks};
 INSERT INTO {blocks} (term_id, block, postings)
 SELECT p.term_id, (p.docno / {block_size})::integer, """ + _PACKED + """
 FROM {postings} p GROUP BY p.term_id, p.docno / {block_size}
 """
+
+_FRESH_BLOCKS = ("SELECT p.term_id, (p.docno / {block_size})::integer AS block, " + _PACKED + " AS postings "
+                 "FROM {postings} p GROUP BY p.term_id, p.docno / {block_size}")
+
+_BLOCKS_IN_STEP = ("SELECT NOT EXISTS ((SELECT term_id, block, postings FROM {blocks} EXCEPT ALL " + _FRESH_BLOCKS
+                   + ") UNION ALL (" + _FRESH_BLOCKS + " EXCEPT ALL SELECT term_id, block, postings FROM {blocks}))")
 
 # Adds the (term, block) pairs of {source}'s chunks (which must still be in {docs}) to those to re-pack.
 _TOUCHED = """
@@ -415,6 +422,12 @@ def ensure_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> boo
 def native_scorer_installed(connection: psycopg.Connection, tables: BM25Tables) -> bool:
     """Whether searches of this table score in C (`pmc_rag.native`) rather than by the SQL search."""
     return _exists(connection, tables, "blocks") and _exists(connection, tables, "scan", kind="regproc")
+
+
+def packed_blocks_in_step(connection: psycopg.Connection, tables: BM25Tables) -> bool:
+    """Whether the native scorer's blocks hold exactly the postings, packed as a fresh packing would (read-only; a
+    check for tests and for anyone who doubts the index, not needed in normal use)."""
+    return connection.execute(tables.format(_BLOCKS_IN_STEP)).fetchone()[0]
 
 
 def _trigger_function(tables: BM25Tables, native: bool) -> sql.Composed:

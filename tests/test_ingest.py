@@ -18,7 +18,7 @@ from haystack_integrations.components.embedders.sentence_transformers import Sen
 from haystack_integrations.components.retrievers.pgvector import PgvectorEmbeddingRetriever
 
 from pmc_rag.components.article_writer import EmbeddingDimensionError
-from pmc_rag.components.bm25_index import BM25Tables
+from pmc_rag.components.bm25_index import BM25Tables, native_scorer_installed, packed_blocks_in_step
 from pmc_rag.components.section_chunker import SectionChunker
 from pmc_rag.ingestion.runner import ingest
 from pmc_rag.ingestion.sources import read_articles
@@ -269,5 +269,8 @@ def test_two_ingestions_at_once_finish_and_leave_the_statistics_of_one(store, tm
         afresh_df = connection.execute(tables.format(
             "SELECT u.lexeme, count(*) FROM {chunks} c, unnest(to_tsvector({language}::regconfig, c.content)) u "
             "GROUP BY u.lexeme ORDER BY u.lexeme")).fetchall()
+        blocks_in_step = packed_blocks_in_step(connection, tables) if native_scorer_installed(connection, tables) \
+            else True
     assert indexed == afresh
     assert term_df == afresh_df
+    assert blocks_in_step
