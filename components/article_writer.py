@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 
 from pmc_rag.components.bm25_index import BM25Tables, ensure_bm25_index, writer_lock
 from pmc_rag.components.filter_statistics import ensure_filter_statistics
-from pmc_rag.components.store_connection import connect, run_reconnecting
+from pmc_rag.components.store_connection import connect, create_store_table, run_reconnecting
 
 logger = logging.getLogger(__name__)
 
@@ -81,15 +81,10 @@ class ArticleWriter:
         (or rebuild it if it no longer matches the table), and check dimensions."""
         if self._connection is not None and not self._connection.closed:
             return
-        # Counting through the store makes it create the extension, the table and its indexes as configured.
-        self.document_store.count_documents()
-        connection = connect(self.document_store)
         index = sql.Identifier(f"{self.document_store.table_name}_source_id_idx")
-        connection.execute(
-            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ((meta->>{}))").format(
-                index, self.table, sql.Literal(self.source_id_field)
-            )
-        )
+        create_store_table(self.document_store, sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ((meta->>{}))").format(
+            index, self.table, sql.Literal(self.source_id_field)))
+        connection = connect(self.document_store)
         # Schema changes belong here, at indexing time: the BM25 index's triggers then keep it current.
         ensure_bm25_index(connection, BM25Tables.of(self.document_store))
         ensure_filter_statistics(connection, self.document_store.schema_name, self.document_store.table_name)

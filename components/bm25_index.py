@@ -48,7 +48,7 @@ import psycopg
 from psycopg import sql
 
 from pmc_rag import native
-from pmc_rag.components.store_connection import connect
+from pmc_rag.components.store_connection import connect, create_store_table
 
 logger = logging.getLogger(__name__)
 
@@ -494,7 +494,7 @@ def install_bm25_index(document_store: Any) -> bool:
     """Set-up: create a pgvector store's table if it is missing, and install (or rebuild) its BM25 index. For
     `pmc-rag setup` and server start; the indexing pipeline's writer does the same when it warms up. Returns
     True if it built the index."""
-    document_store.count_documents()  # the store creates the extension and its table as configured
+    create_store_table(document_store)  # the store creates the extension and its table as configured
     with connect(document_store) as connection:
         return ensure_bm25_index(connection, BM25Tables.of(document_store))
 

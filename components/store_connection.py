@@ -14,9 +14,28 @@ from typing import Any, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 T = TypeVar("T")
+
+
+# Advisory lock key held while a store creates its table (bm25_index.py uses 1417, database.py 1418).
+_CREATE_TABLE_LOCK = 1419
+
+
+def create_store_table(document_store: Any, *then: sql.Composable) -> None:
+    """Have the store create its table (and pgvector, and its indexes) if missing, then run `then`, holding a lock
+    meanwhile: the stores' own `CREATE ... IF NOT EXISTS` fail with a duplicate key when two processes (two
+    `pmc-rag ingest` on a new table, say) run them at the same moment."""
+    url = document_store.connection_string.resolve_value() or ""
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("SELECT pg_advisory_lock(%s, hashtext(%s))",
+                           (_CREATE_TABLE_LOCK, f"{document_store.schema_name}.{document_store.table_name}"))
+        document_store.count_documents()  # counting makes the store create what is missing
+        for statement in then:
+            connection.execute(statement)
+    # closing the session released the lock
 
 
 def connect(document_store: Any) -> psycopg.Connection:

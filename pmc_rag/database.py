@@ -20,6 +20,7 @@ from pmc_rag.paths import pgdata_dir
 
 DATABASE_NAME = "pmc_rag"
 MIN_SERVER_VERSION = 150000
+_EXTENSION_LOCK = 1418  # advisory lock key taken while creating pgvector (bm25_index uses 1417 for writers)
 
 
 class DatabaseError(RuntimeError):
@@ -50,9 +51,25 @@ def ensure_database() -> DatabaseInfo:
         info = DatabaseInfo(_start_embedded(), embedded=True, description=f"embedded PostgreSQL in {pgdata_dir()}")
         os.environ["PG_CONN_STR"] = info.connection_string
     check_server(info.connection_string)
+    _create_vector_extension(info.connection_string)
     if replicas:
         check_server(replicas)
     return info
+
+
+def _create_vector_extension(connection_string: str) -> None:
+    """Create pgvector in the database once, under a lock: the stores' own `CREATE EXTENSION IF NOT EXISTS` fails
+    with a duplicate key when two processes (two `pmc-rag ingest`, say) run it at the same moment on a new database.
+    A role that may not create it leaves it to the store, whose error names the problem."""
+    with psycopg.connect(connection_string, autocommit=True) as connection:
+        if connection.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return
+        try:
+            with connection.transaction():
+                connection.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_EXTENSION_LOCK,))
+                connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.errors.InsufficientPrivilege:
+            pass
 
 
 def _start_embedded() -> str:

@@ -153,13 +153,18 @@ def test_pruned_search_with_a_filter_few_chunks_pass_equals_the_exhaustive_one(p
         assert ranked(pubmedqa_retriever, question, filters=nowhere) == []
 
 
+def skip_without_a_compiler() -> None:
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the native scorer cannot be built (apt-get install gcc)")
+
+
 @pytest.fixture(params=["native", "sql"])
 def scorer(request, monkeypatch) -> str:
     """Both ways of scoring: the C scorer over packed blocks (where a C compiler is), and the SQL search."""
     if request.param == "sql":
         monkeypatch.setenv("PMC_RAG_BM25_NATIVE", "off")
-    elif shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler: the native scorer cannot be built (apt-get install gcc)")
+    else:
+        skip_without_a_compiler()
     return request.param
 
 
@@ -188,10 +193,9 @@ def test_pruned_search_stays_exact_after_deletes_updates_and_reinserts(store, sc
     assert [ranked(retriever, q) for q in questions] == [ranked(exhaustive, q) for q in questions]
 
 
-def test_blocks_kept_in_step_by_writes_equal_blocks_packed_afresh(store, scorer):
+def test_blocks_kept_in_step_by_writes_equal_blocks_packed_afresh(store):
     """Inserts, upserts, deletes and re-ingestion spanning several blocks re-pack exactly the blocks they touch."""
-    if scorer == "sql":
-        pytest.skip("the SQL search keeps no blocks")
+    skip_without_a_compiler()
     articles = list(read_articles(CORPUS / "pubmedqa/corpus.jsonl"))[:120]
     chunks = [replace(c, embedding=UNIT) for c in SectionChunker().run(
         documents=[d for a in articles for d in a.section_documents()])["documents"]]
@@ -207,6 +211,7 @@ def test_blocks_kept_in_step_by_writes_equal_blocks_packed_afresh(store, scorer)
     store.write_documents([replace(c, content=(c.content or "") + " mitochondria") for c in chunks[1:90:3]],
                           policy=DuplicatePolicy.OVERWRITE)
     writer.run(documents=chunks[:120:3])  # re-ingested: new chunk numbers, across a block boundary
+    assert_scorer(store, "native")
     with psycopg.connect(url) as connection:
         assert packed_blocks_in_step(connection, tables)
         blocks = {row[0] for row in connection.execute(tables.format("SELECT DISTINCT block FROM {blocks}"))}
@@ -223,8 +228,7 @@ def test_blocks_kept_in_step_by_writes_equal_blocks_packed_afresh(store, scorer)
 
 
 def test_turning_the_native_scorer_off_and_on_drops_and_repacks_its_blocks(store, monkeypatch):
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler: the native scorer cannot be built (apt-get install gcc)")
+    skip_without_a_compiler()
     writer = ArticleWriter(document_store=store)
     writer.run(documents=[chunk("PMC1", "Malaria vaccine trial in Kenya with malaria cases.", 0),
                           chunk("PMC2", "Dengue vaccine in Brazil.", 1)])
@@ -243,8 +247,7 @@ def test_turning_the_native_scorer_off_and_on_drops_and_repacks_its_blocks(store
 
 
 def test_the_native_scorer_refuses_damaged_blocks_with_an_error_not_a_crash(store):
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler: the native scorer cannot be built (apt-get install gcc)")
+    skip_without_a_compiler()
     ArticleWriter(document_store=store).run(documents=[chunk("PMC1", "Malaria vaccine trial.")])
     assert_scorer(store, "native")
     tables = PgvectorBM25Retriever(document_store=store).tables
