@@ -1,0 +1,100 @@
+"""OnnxTextEmbedder: the stock Sentence Transformers embedder's vectors from ONNX Runtime, an export made once and
+rebuilt when damaged, and a clear refusal of models it cannot run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
+
+from pmc_rag.components.onnx_text_embedder import OnnxEmbedderError, OnnxTextEmbedder
+from pmc_rag.models import EMBEDDING_MODEL, cached_embedding_model
+
+TEXTS = [
+    "Does metformin reduce cardiovascular events in type 2 diabetes?",
+    "Is there a role for aspirin in the primary prevention of colorectal cancer?",
+    "x",
+    "BRCA1 " + "tumour suppressor gene expression in breast tissue " * 80,  # longer than the model's 256 tokens
+]
+
+
+@pytest.fixture(scope="module")
+def stock() -> SentenceTransformersTextEmbedder:
+    embedder = SentenceTransformersTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, progress_bar=False,
+                                               device=None)
+    embedder.warm_up()
+    return embedder
+
+
+@pytest.fixture
+def fresh_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def exported_files(home):
+    return sorted((home / "models" / "onnx").glob("*.onnx"))
+
+
+def test_gives_the_stock_embedders_vectors(fresh_home, stock):
+    embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, threads=1)
+    embedder.warm_up()
+    assert embedder.runtime == "onnxruntime-cpu"
+    for text in TEXTS:
+        ours = np.array(embedder.run(text=text)["embedding"])
+        theirs = np.array(stock.run(text=text)["embedding"])
+        assert ours.shape == (384,)
+        assert abs(np.linalg.norm(ours) - 1) < 1e-5
+        assert np.abs(ours - theirs).max() < 1e-5, text[:40]
+
+
+def test_prefix_and_no_normalization_follow_the_stock_parameters(fresh_home):
+    plain = SentenceTransformersTextEmbedder(model=EMBEDDING_MODEL, prefix="query: ", progress_bar=False)
+    plain.warm_up()
+    embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, prefix="query: ")
+    ours = np.array(embedder.run(text=TEXTS[0])["embedding"])  # warms up on first use
+    assert np.abs(ours - np.array(plain.run(text=TEXTS[0])["embedding"])).max() < 1e-5
+
+
+def test_exports_once_and_rebuilds_a_damaged_file(fresh_home, stock):
+    OnnxTextEmbedder(model=EMBEDDING_MODEL).warm_up()
+    [path] = exported_files(fresh_home)
+    first = path.stat()
+    OnnxTextEmbedder(model=EMBEDDING_MODEL).warm_up()
+    assert exported_files(fresh_home) == [path] and path.stat().st_mtime_ns == first.st_mtime_ns  # reused
+
+    path.write_bytes(path.read_bytes()[:1000])  # cut short, as by a full disk
+    embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True)
+    embedder.warm_up()
+    assert path.stat().st_size == first.st_size
+    assert not list(path.parent.glob("*.part"))
+    ours = np.array(embedder.run(text=TEXTS[1])["embedding"])
+    assert np.abs(ours - np.array(stock.run(text=TEXTS[1])["embedding"])).max() < 1e-5
+
+
+def test_refuses_a_model_that_does_not_pool_by_the_mean(fresh_home, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Pooling
+
+    model = SentenceTransformer(str(cached_embedding_model()), device="cpu")
+    cls_pooled = SentenceTransformer(modules=[model[0], Pooling(384, pooling_mode="cls")], device="cpu")
+    cls_pooled.save(str(tmp_path / "cls-model"))
+    with pytest.raises(OnnxEmbedderError, match="pools by 'cls'.*SentenceTransformersTextEmbedder"):
+        OnnxTextEmbedder(model=str(tmp_path / "cls-model")).warm_up()
+    assert exported_files(fresh_home) == []
+
+
+def test_refuses_a_list(fresh_home):
+    with pytest.raises(TypeError, match="document embedder"):
+        OnnxTextEmbedder(model=EMBEDDING_MODEL).run(text=["two", "texts"])
+
+
+def test_serialization_round_trip():
+    embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, prefix="q: ", threads=2,
+                                device="cpu")
+    data = embedder.to_dict()
+    assert data["type"] == "pmc_rag.components.onnx_text_embedder.OnnxTextEmbedder"
+    again = OnnxTextEmbedder.from_dict(data)
+    assert again.to_dict() == data
+    assert (again.model, again.normalize_embeddings, again.prefix, again.threads, again.device) == (
+        EMBEDDING_MODEL, True, "q: ", 2, "cpu")
