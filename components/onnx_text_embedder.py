@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import platform
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,10 @@ class OnnxTextEmbedder:
     On first use the model is exported once to `PMC_RAG_HOME/models/onnx/`, under a name that carries a digest of
     its weights, and the file is reused after that (by every server worker too). Where PyTorch sees a CUDA GPU the
     model runs there with PyTorch instead, as the stock component would: `runtime` says which was chosen.
+
+    Native kernels are chosen by the CPU they run on, so the first run on a CPU is made in a child process: if it
+    crashes there (as llama.cpp's AMX kernels once did on a Xeon), the warning says so and PyTorch embeds instead,
+    and the server lives on. A CPU that passed is remembered next to the exported file.
 
     Usage:
     ```python
@@ -71,7 +78,7 @@ class OnnxTextEmbedder:
         self.threads = threads
         self.device = device
         self.progress_bar = progress_bar
-        self.runtime: str | None = None  # "onnxruntime-cpu" or "torch-cuda" once warmed up
+        self.runtime: str | None = None  # "onnxruntime-cpu", "torch-cuda" or "torch-cpu" once warmed up
         self._session: Any = None
         self._torch_model: Any = None
         self._tokenizer: Any = None
@@ -106,6 +113,13 @@ class OnnxTextEmbedder:
         path = _export(graph, model, self.model)
         self._session = _open_session(path, self.threads or torch.get_num_threads(),
                                       rebuild=lambda: _export(graph, model, self.model, again=True))
+        problem = _fails_on_this_cpu(path)
+        if problem:
+            log.warning("ONNX Runtime could not embed with %s on this CPU (%s); the query embedder runs %s with "
+                        "PyTorch instead (same vectors, about twice the CPU per question)", path.name, problem,
+                        self.model)
+            self._session, self._torch_model, self.runtime = None, model, "torch-cpu"
+            return
         self._input_names = [i.name for i in self._session.get_inputs()]
         self.runtime = "onnxruntime-cpu"
         log.info("Query embedder: %s with ONNX Runtime (%s)", self.model, path.name)
@@ -229,3 +243,42 @@ def _open_session(path: Path, threads: int, rebuild: Any) -> Any:
     except Exception as error:  # a damaged or cut-short file: build it again once
         log.warning("Could not load %s (%s); exporting it again", path, error)
         return onnxruntime.InferenceSession(str(rebuild()), options, providers=["CPUExecutionProvider"])
+
+
+# Run in a child process by `_fails_on_this_cpu`: one embedding of a made-up question with the exported file.
+_PROBE = """
+import sys, numpy, onnxruntime
+session = onnxruntime.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+feed = {i.name: numpy.ones((1, 8), dtype=numpy.int64) for i in session.get_inputs()}
+assert numpy.isfinite(session.run(None, feed)[0]).all(), "the embedding is not finite"
+"""
+
+
+def _fails_on_this_cpu(path: Path) -> str | None:
+    """None if ONNX Runtime embeds with `path` in a child process on this CPU, else what went wrong (a crash there
+    costs the child only). Passing is remembered per CPU model and feature flags, so the check runs once."""
+    marker = path.with_name(f"{path.name}.works-on-{_cpu_key()}")
+    if marker.exists():
+        return None
+    try:
+        child = subprocess.run([sys.executable, "-c", _PROBE, str(path)], capture_output=True, text=True,
+                               timeout=300)
+    except subprocess.TimeoutExpired:
+        return "no answer in 300 s"
+    if child.returncode != 0:
+        how = f"killed by signal {-child.returncode}" if child.returncode < 0 else f"exit status {child.returncode}"
+        last_line = (child.stderr.strip().splitlines() or [""])[-1]
+        return f"{how}{': ' + last_line if last_line else ''}"
+    marker.touch()
+    return None
+
+
+def _cpu_key() -> str:
+    described = platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "flags", "Features")):
+                described += line
+    except OSError:  # not Linux
+        described += platform.processor()
+    return hashlib.sha256(described.encode()).hexdigest()[:12]

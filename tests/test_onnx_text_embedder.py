@@ -3,10 +3,13 @@ rebuilt when damaged, and a clear refusal of models it cannot run."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
+from pmc_rag.components import onnx_text_embedder
 from pmc_rag.components.onnx_text_embedder import OnnxEmbedderError, OnnxTextEmbedder
 from pmc_rag.models import EMBEDDING_MODEL, cached_embedding_model
 
@@ -40,6 +43,8 @@ def test_gives_the_stock_embedders_vectors(fresh_home, stock):
     embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, threads=1)
     embedder.warm_up()
     assert embedder.runtime == "onnxruntime-cpu"
+    [path] = exported_files(fresh_home)
+    assert len(list(path.parent.glob(f"{path.name}.works-on-*"))) == 1  # checked in a child process, once
     for text in TEXTS:
         ours = np.array(embedder.run(text=text)["embedding"])
         theirs = np.array(stock.run(text=text)["embedding"])
@@ -70,6 +75,20 @@ def test_exports_once_and_rebuilds_a_damaged_file(fresh_home, stock):
     assert not list(path.parent.glob("*.part"))
     ours = np.array(embedder.run(text=TEXTS[1])["embedding"])
     assert np.abs(ours - np.array(stock.run(text=TEXTS[1])["embedding"])).max() < 1e-5
+
+
+def test_falls_back_to_pytorch_when_onnx_runtime_crashes_on_this_cpu(fresh_home, stock, monkeypatch, caplog):
+    # As llama.cpp's AMX kernels crashed on a Xeon: the crash must cost the child process, not the caller.
+    monkeypatch.setattr(onnx_text_embedder, "_PROBE", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True)
+    with caplog.at_level(logging.WARNING):
+        embedder.warm_up()
+    assert embedder.runtime == "torch-cpu"
+    assert "killed by signal 11" in caplog.text and "PyTorch instead" in caplog.text
+    [path] = exported_files(fresh_home)
+    assert not list(path.parent.glob("*.works-on-*"))  # tried again next time
+    ours = np.array(embedder.run(text=TEXTS[0])["embedding"])
+    assert np.abs(ours - np.array(stock.run(text=TEXTS[0])["embedding"])).max() < 1e-5
 
 
 def test_refuses_a_model_that_does_not_pool_by_the_mean(fresh_home, tmp_path):
