@@ -111,15 +111,18 @@ class OnnxTextEmbedder:
             return
         graph = _MeanPooled(model)
         path = _export(graph, model, self.model)
-        self._session = _open_session(path, self.threads or torch.get_num_threads(),
-                                      rebuild=lambda: _export(graph, model, self.model, again=True))
-        problem = _fails_on_this_cpu(path)
+        try:
+            problem = _fails_on_this_cpu(path)
+        except _UnreadableExport as error:  # damaged or cut short: build it again once
+            log.warning("Could not load %s (%s); exporting it again", path, error)
+            problem = _fails_on_this_cpu(_export(graph, model, self.model, again=True))
         if problem:
             log.warning("ONNX Runtime could not embed with %s on this CPU (%s); the query embedder runs %s with "
                         "PyTorch instead (same vectors, about twice the CPU per question)", path.name, problem,
                         self.model)
-            self._session, self._torch_model, self.runtime = None, model, "torch-cpu"
+            self._torch_model, self.runtime = model, "torch-cpu"
             return
+        self._session = _open_session(path, self.threads or torch.get_num_threads())
         self._input_names = [i.name for i in self._session.get_inputs()]
         self.runtime = "onnxruntime-cpu"
         log.info("Query embedder: %s with ONNX Runtime (%s)", self.model, path.name)
@@ -230,7 +233,7 @@ def _export(graph: _MeanPooled, model: Any, name: str, again: bool = False) -> P
     return path
 
 
-def _open_session(path: Path, threads: int, rebuild: Any) -> Any:
+def _open_session(path: Path, threads: int) -> Any:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -238,26 +241,36 @@ def _open_session(path: Path, threads: int, rebuild: Any) -> Any:
     options.inter_op_num_threads = 1
     # Threads that spin while waiting for work would take the cores from the server's other requests.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    try:
-        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as error:  # a damaged or cut-short file: build it again once
-        log.warning("Could not load %s (%s); exporting it again", path, error)
-        return onnxruntime.InferenceSession(str(rebuild()), options, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-# Run in a child process by `_fails_on_this_cpu`: one embedding of a made-up question with the exported file.
-_PROBE = """
+class _UnreadableExport(RuntimeError):
+    """ONNX Runtime cannot load the exported file (a Python error in the child, not a crash)."""
+
+
+_UNREADABLE_EXIT_STATUS = 3
+
+# Run in a child process by `_fails_on_this_cpu`: load the exported file and embed a made-up question with it.
+_PROBE = f"""
 import sys, numpy, onnxruntime
-session = onnxruntime.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
-feed = {i.name: numpy.ones((1, 8), dtype=numpy.int64) for i in session.get_inputs()}
+try:
+    session = onnxruntime.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+except Exception as error:
+    print(str(error)[:500], file=sys.stderr)
+    sys.exit({_UNREADABLE_EXIT_STATUS})
+feed = {{i.name: numpy.ones((1, 8), dtype=numpy.int64) for i in session.get_inputs()}}
 assert numpy.isfinite(session.run(None, feed)[0]).all(), "the embedding is not finite"
 """
 
 
 def _fails_on_this_cpu(path: Path) -> str | None:
-    """None if ONNX Runtime embeds with `path` in a child process on this CPU, else what went wrong (a crash there
-    costs the child only). Passing is remembered per CPU model and feature flags, so the check runs once."""
-    marker = path.with_name(f"{path.name}.works-on-{_cpu_key()}")
+    """None if ONNX Runtime loads `path` and embeds with it in a child process on this CPU, else what went wrong (a
+    crash there costs the child only). Passing is remembered per CPU and per version of the file, so the check runs
+    once.
+
+    :raises _UnreadableExport: The file cannot be loaded: export it again.
+    """
+    marker = path.with_name(f"{path.name}.works-on-{_cpu_key()}-{path.stat().st_mtime_ns}")
     if marker.exists():
         return None
     try:
@@ -265,9 +278,11 @@ def _fails_on_this_cpu(path: Path) -> str | None:
                                timeout=300)
     except subprocess.TimeoutExpired:
         return "no answer in 300 s"
+    last_line = (child.stderr.strip().splitlines() or [""])[-1]
+    if child.returncode == _UNREADABLE_EXIT_STATUS:
+        raise _UnreadableExport(last_line)
     if child.returncode != 0:
         how = f"killed by signal {-child.returncode}" if child.returncode < 0 else f"exit status {child.returncode}"
-        last_line = (child.stderr.strip().splitlines() or [""])[-1]
         return f"{how}{': ' + last_line if last_line else ''}"
     marker.touch()
     return None
