@@ -6,14 +6,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import platform
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
+
+from pmc_rag.cpu_trial import cpu_key, trial_once_per_cpu
 
 log = logging.getLogger(__name__)
 
@@ -270,30 +269,8 @@ def _fails_on_this_cpu(path: Path) -> str | None:
 
     :raises _UnreadableExport: The file cannot be loaded: export it again.
     """
-    marker = path.with_name(f"{path.name}.works-on-{_cpu_key()}-{path.stat().st_mtime_ns}")
-    if marker.exists():
-        return None
-    try:
-        child = subprocess.run([sys.executable, "-c", _PROBE, str(path)], capture_output=True, text=True,
-                               timeout=300)
-    except subprocess.TimeoutExpired:
-        return "no answer in 300 s"
-    last_line = (child.stderr.strip().splitlines() or [""])[-1]
-    if child.returncode == _UNREADABLE_EXIT_STATUS:
-        raise _UnreadableExport(last_line)
-    if child.returncode != 0:
-        how = f"killed by signal {-child.returncode}" if child.returncode < 0 else f"exit status {child.returncode}"
-        return f"{how}{': ' + last_line if last_line else ''}"
-    marker.touch()
-    return None
-
-
-def _cpu_key() -> str:
-    described = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("model name", "flags", "Features")):
-                described += line
-    except OSError:  # not Linux
-        described += platform.processor()
-    return hashlib.sha256(described.encode()).hexdigest()[:12]
+    marker = path.with_name(f"{path.name}.works-on-{cpu_key()}-{path.stat().st_mtime_ns}")
+    result = trial_once_per_cpu(_PROBE, [str(path)], marker)
+    if result.returncode == _UNREADABLE_EXIT_STATUS:
+        raise _UnreadableExport(result.last_line)
+    return None if result.passed else result.problem
