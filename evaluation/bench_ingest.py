@@ -77,6 +77,17 @@ def _stages(pipeline: Pipeline, name: str) -> tuple[Any, SentenceTransformersDoc
     return pipeline.get_component(entry_socket(pipeline)), embedder, writer
 
 
+def _with_dtype(embedder: SentenceTransformersDocumentEmbedder, dtype: str) -> SentenceTransformersDocumentEmbedder:
+    """A copy of `embedder` computing in `dtype`: by `compute_dtype` where it has one, else by `model_kwargs`."""
+    spec = embedder.to_dict()
+    parameters = spec["init_parameters"]
+    if "compute_dtype" in parameters:
+        parameters["compute_dtype"] = dtype
+    else:
+        parameters["model_kwargs"] = {**(parameters.get("model_kwargs") or {}), "torch_dtype": dtype}
+    return type(embedder).from_dict(spec)
+
+
 def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int = 1500) -> int:
     paths = paths or [str(SAMPLE_CORPUS_DIR)]
     print(f"Database: {ensure_database().description}")
@@ -101,14 +112,16 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
     print(f"Timing {len(chunks)} of them (an even spread over the corpus)")
 
     plain_embedder = SentenceTransformersDocumentEmbedder(model=our_embedder.model, progress_bar=False)
-    # The YAML option `model_kwargs: {torch_dtype: bfloat16}`: much faster on CPUs with native bf16
-    # (AVX-512 BF16, AMX), possibly slower on others, which is why it is not the default.
-    bf16_spec = our_embedder.to_dict()
-    bf16_spec["init_parameters"]["model_kwargs"] = {"torch_dtype": "bfloat16"}
-    bf16_embedder = SentenceTransformersDocumentEmbedder.from_dict(bf16_spec)
     print("Loading models ...")
-    for embedder in (our_embedder, plain_embedder, bf16_embedder):
+    for embedder in (our_embedder, plain_embedder):
         embedder.warm_up()
+    ours_dtype = getattr(our_embedder, "compute_dtype_used", None) or "float32"
+    print(f"  ours computes in {getattr(our_embedder, 'compute_description', '') or ours_dtype}")
+    # The other precision, for comparison: float32 where ours chose bfloat16, else bfloat16 (slow on CPUs without
+    # native bf16, which is why "auto" does not pick it there).
+    other_dtype = "float32" if ours_dtype == "bfloat16" else "bfloat16"
+    other_embedder = _with_dtype(our_embedder, other_dtype)
+    other_embedder.warm_up()
 
     suffix = uuid.uuid4().hex[:8]
     template = our_writer.document_store
@@ -118,14 +131,13 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
     try:
         print("Embedding")
         embedded: dict[str, list[Document]] = {}
-        ours = _timed("ours (indexing.yml settings)", lambda: embedded.__setitem__(
+        ours = _timed(f"ours (indexing.yml settings: {ours_dtype})", lambda: embedded.__setitem__(
             "ours", our_embedder.run(documents=chunks)["documents"]), len(chunks))
         plain = _timed("plain Haystack (defaults)", lambda: embedded.__setitem__(
             "plain", plain_embedder.run(documents=[Document(id=c.id, content=c.content, meta=c.meta)
                                                    for c in chunks])["documents"]), len(chunks))
         rates["embedding"] = (ours, plain)
-        bf16 = _timed("ours with bf16 weights (YAML option)",
-                      lambda: bf16_embedder.run(documents=chunks), len(chunks))
+        other = _timed(f"ours in {other_dtype}", lambda: other_embedder.run(documents=chunks), len(chunks))
 
         print("Writing")
         writer = ArticleWriter(document_store=our_store)
@@ -149,8 +161,8 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
                   1 / (1 / parse_rate + 1 / embed_plain + 1 / write_plain))
     rows = [
         ("parsing + chunking", parse_rate, None),
-        ("embedding", embed_ours, embed_plain),
-        ("embedding, bf16 weights (YAML option)", bf16, embed_plain),
+        (f"embedding ({ours_dtype}, as configured)", embed_ours, embed_plain),
+        (f"embedding in {other_dtype}, for comparison", other, embed_plain),
         ("writing", write_ours, write_plain),
         ("all three (same parser for both)", *end_to_end),
     ]

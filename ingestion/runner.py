@@ -34,6 +34,7 @@ class IngestReport:
     seconds: float = 0.0
     dry_run: bool = False
     interrupted: bool = False
+    embedding: str = ""  # the arithmetic the embedder chose, e.g. "bfloat16 (this CPU has avx512_bf16; ...)"
 
     def summary(self) -> str:
         verb = "would be ingested" if self.dry_run else "ingested"
@@ -50,6 +51,8 @@ class IngestReport:
         if self.superseded:
             lines.append(f"Repeated articles (the last copy read was kept): {len(self.superseded)}")
             lines += [f"  - {note}" for note in self.superseded]
+        if self.embedding:
+            lines.append(f"Embedding in:      {self.embedding}")
         lines.append(f"Time:              {self.seconds:.1f} s")
         if self.interrupted:
             lines.append("Interrupted: the articles counted above are stored completely; nothing else was stored.")
@@ -96,6 +99,9 @@ def ingest(
     entry = entry_socket(pipeline)
     if not dry_run:
         pipeline.warm_up()
+        # An embedder that picks its precision by the machine says what it picked (AutoPrecisionDocumentEmbedder).
+        described = (getattr(pipeline.get_component(name), "compute_description", "") for name in pipeline.graph.nodes)
+        report.embedding = "; ".join(description for description in described if description)
 
     # The bar counts words, not articles: a full-text paper takes a hundred times longer than an abstract,
     # and words keep the time estimate honest whatever the mix.

@@ -72,3 +72,13 @@ def cpu_key() -> str:
         described += platform.processor()
     return hashlib.sha256(described.encode()).hexdigest()[:12]
 
+
+def cpu_flags() -> set[str]:
+    """The instruction-set flags Linux reports for this CPU (empty elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
