@@ -52,6 +52,23 @@ def _sample(chunks: list[Document], limit: int) -> list[Document]:
     return [chunks[int(i * step)] for i in range(limit)]
 
 
+def chunk_files(chunker: Any, files: list) -> list[Document]:
+    """The chunks ingestion makes of these files (articles that cannot be read are left out)."""
+    sections = [d for f in files for a in read_articles(Path(f)) if not isinstance(a, IngestError)
+                for d in a.section_documents()]
+    return chunker.run(documents=sections)["documents"]
+
+
+def sample_chunks(limit: int, pipeline_name: str = "indexing") -> tuple[SentenceTransformersDocumentEmbedder,
+                                                                        list[Document]]:
+    """The indexing pipeline's embedder, and the chunks this benchmark times by default: `limit` of the sample
+    corpus's, spread evenly (for scripts that measure embedding on the same chunks)."""
+    pipeline = load_pipeline(pipeline_name)
+    chunker, embedder, _ = _stages(pipeline, pipeline_name)
+    files, _ = expand_paths([str(SAMPLE_CORPUS_DIR)])
+    return embedder, _sample(chunk_files(chunker, files), limit)
+
+
 def _store_like(template: PgvectorDocumentStore, table: str) -> PgvectorDocumentStore:
     return PgvectorDocumentStore(
         table_name=table,
@@ -77,7 +94,8 @@ def _stages(pipeline: Pipeline, name: str) -> tuple[Any, SentenceTransformersDoc
     return pipeline.get_component(entry_socket(pipeline)), embedder, writer
 
 
-def _with_dtype(embedder: SentenceTransformersDocumentEmbedder, dtype: str) -> SentenceTransformersDocumentEmbedder:
+def with_compute_dtype(embedder: SentenceTransformersDocumentEmbedder,
+                       dtype: str) -> SentenceTransformersDocumentEmbedder:
     """A copy of `embedder` computing in `dtype`: by `compute_dtype` where it has one, else by `model_kwargs`."""
     spec = embedder.to_dict()
     parameters = spec["init_parameters"]
@@ -99,9 +117,7 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
     holder: dict[str, list] = {}
 
     def parse_and_chunk() -> None:
-        sections = [d for f in files for a in read_articles(Path(f)) if not isinstance(a, IngestError)
-                    for d in a.section_documents()]
-        holder["chunks"] = chunker.run(documents=sections)["documents"]
+        holder["chunks"] = chunk_files(chunker, files)
 
     started = time.perf_counter()
     parse_and_chunk()
@@ -120,7 +136,7 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
     # The other precision, for comparison: float32 where ours chose bfloat16, else bfloat16 (slow on CPUs without
     # native bf16, which is why "auto" does not pick it there).
     other_dtype = "float32" if ours_dtype == "bfloat16" else "bfloat16"
-    other_embedder = _with_dtype(our_embedder, other_dtype)
+    other_embedder = with_compute_dtype(our_embedder, other_dtype)
     other_embedder.warm_up()
 
     suffix = uuid.uuid4().hex[:8]

@@ -24,14 +24,9 @@ from haystack_integrations.components.embedders.sentence_transformers import Sen
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from sentence_transformers import SentenceTransformer
 
-from pmc_rag.components.auto_precision_document_embedder import AutoPrecisionDocumentEmbedder
 from pmc_rag.components.onnx_text_embedder import _MeanPooled
 from pmc_rag.cpu_trial import cpu_flags
-from pmc_rag.evaluation.bench_ingest import _sample, _stages
-from pmc_rag.ingestion.sources import expand_paths, read_articles
-from pmc_rag.ingestion.xml import IngestError
-from pmc_rag.paths import SAMPLE_CORPUS_DIR
-from pmc_rag.pipelines import load_pipeline
+from pmc_rag.evaluation.bench_ingest import sample_chunks, with_compute_dtype
 
 
 class OnnxDocuments:
@@ -76,28 +71,18 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=600)
     args = parser.parse_args()
 
-    pipeline = load_pipeline("indexing")
-    chunker, ours, _ = _stages(pipeline, "indexing")
-    files, _ = expand_paths([str(SAMPLE_CORPUS_DIR)])
-    sections = [d for f in files for a in read_articles(Path(f)) if not isinstance(a, IngestError)
-                for d in a.section_documents()]
-    chunks = _sample(chunker.run(documents=sections)["documents"], args.limit)
+    ours, chunks = sample_chunks(args.limit)
     native = sorted(cpu_flags() & {"avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni", "amx_int8"})
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; CPU flags of note: {native or 'none'}")
 
-
-    def ours_in(dtype: str) -> AutoPrecisionDocumentEmbedder:
-        spec = ours.to_dict()
-        spec["init_parameters"]["compute_dtype"] = dtype
-        return AutoPrecisionDocumentEmbedder.from_dict(spec)
 
     folder = Path(tempfile.mkdtemp())
     tokenizer = SentenceTransformer(ours.model, device="cpu").tokenizer
     candidates = {
         "plain Haystack (defaults, float32, batches of 32)":
             SentenceTransformersDocumentEmbedder(model=ours.model, progress_bar=False),
-        "ours, PyTorch float32": ours_in("float32"),
-        "ours, PyTorch bfloat16": ours_in("bfloat16"),
+        "ours, PyTorch float32": with_compute_dtype(ours, "float32"),
+        "ours, PyTorch bfloat16": with_compute_dtype(ours, "bfloat16"),
     }
     for attention in ("sdpa", "eager"):
         path = export(ours.model, attention, folder)

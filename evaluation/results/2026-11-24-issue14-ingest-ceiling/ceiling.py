@@ -13,17 +13,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import torch
 from haystack import Document
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
 
-from pmc_rag.evaluation.bench_ingest import _sample, _stages
-from pmc_rag.ingestion.sources import expand_paths, read_articles
-from pmc_rag.ingestion.xml import IngestError
-from pmc_rag.paths import SAMPLE_CORPUS_DIR
-from pmc_rag.pipelines import load_pipeline
+from pmc_rag.evaluation.bench_ingest import sample_chunks, with_compute_dtype
 
 
 def matmul_rate(rows: int, width: int, repeats: int = 30) -> float:
@@ -59,12 +54,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=600)
     args = parser.parse_args()
 
-    pipeline = load_pipeline("indexing")
-    chunker, ours, _ = _stages(pipeline, "indexing")
-    files, _ = expand_paths([str(SAMPLE_CORPUS_DIR)])
-    sections = [d for f in files for a in read_articles(Path(f)) if not isinstance(a, IngestError)
-                for d in a.section_documents()]
-    chunks = _sample(chunker.run(documents=sections)["documents"], args.limit)
+    ours, chunks = sample_chunks(args.limit)
+    ours = with_compute_dtype(ours, "float32")  # the ceiling is float32's; indexing.yml may pick bfloat16
     plain = SentenceTransformersDocumentEmbedder(model=ours.model, progress_bar=False)
     for embedder in (ours, plain):
         embedder.warm_up()
