@@ -113,11 +113,11 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         :returns: `documents`: the documents with embeddings.
         """
         embedded = SentenceTransformersDocumentEmbedder.run(self, documents=documents)["documents"]
-        if self.compute_dtype_used != "bfloat16" or not self.normalize_embeddings:
+        if self.compute_dtype_used != "bfloat16" or not self.normalize_embeddings or not embedded:
             return {"documents": embedded}
         import numpy as np
 
-        vectors = np.asarray([document.embedding for document in embedded], dtype=np.float32).reshape(len(embedded), -1)
+        vectors = np.asarray([document.embedding for document in embedded], dtype=np.float32)
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return {"documents": [replace(document, embedding=vector.tolist())
                               for document, vector in zip(embedded, vectors, strict=True)]}

@@ -71,6 +71,7 @@ def test_auto_uses_bfloat16_on_a_cpu_with_it_after_checking_it_once(fresh_home, 
     exact = vectors(AutoPrecisionDocumentEmbedder(compute_dtype="float32", **SETTINGS))
     assert np.allclose(np.linalg.norm(fast, axis=1), 1, atol=1e-5)  # scaled in float32, not in bfloat16
     assert (fast * exact).sum(axis=1).min() > 0.999
+    assert embedder.run(documents=[]) == {"documents": []}
 
     def no_second_trial(*args, **kwargs):
         raise AssertionError("the check ran again on the same CPU")
