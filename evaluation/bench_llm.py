@@ -28,6 +28,8 @@ import sys
 import time
 from typing import Any
 
+from pmc_rag.cpu_trial import cpu_flags
+
 README_QUESTION = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
 
 
@@ -197,7 +199,7 @@ def _cpu_name() -> str:
     except OSError:
         return "unknown"
     name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    flags = cpu_flags()
     wide = [f for f in ("avx2", "avx512f", "avx512_vnni", "amx_tile", "amx_int8") if f in flags]
     return f"{name} ({os.cpu_count()} cores; {', '.join(wide) or 'no AVX2'})"
 
