@@ -202,14 +202,14 @@ class _MeanPooled:
         return sha.hexdigest()[:16]
 
 
-def _export(graph: _MeanPooled, model: Any, name: str, again: bool = False) -> Path:
-    """The exported file for `graph`, made now if missing (or if `again`), written under a temporary name and then
-    renamed, so a worker never opens a half-written file."""
+def _export(graph: _MeanPooled, model: Any, name: str, again: bool = False, folder: Path | None = None) -> Path:
+    """The exported file for `graph` in `folder` (default: PMC_RAG_HOME/models/onnx), made now if missing (or if
+    `again`), written under a temporary name and then renamed, so a worker never opens a half-written file."""
     import torch
 
     from pmc_rag.paths import models_dir
 
-    folder = models_dir() / "onnx"
+    folder = folder or models_dir() / "onnx"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{Path(name).name}-{graph.digest()}.onnx"
     if path.exists() and not again:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ from haystack_integrations.components.embedders.sentence_transformers import Sen
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from sentence_transformers import SentenceTransformer
 
-from pmc_rag.components.onnx_text_embedder import _MeanPooled
+from pmc_rag.components.onnx_text_embedder import _export, _MeanPooled
 from pmc_rag.cpu_trial import cpu_flags
 from pmc_rag.evaluation.bench_ingest import sample_chunks, with_compute_dtype
 
@@ -53,17 +52,9 @@ class OnnxDocuments:
 
 
 def export(model_name: str, attention: str, folder: Path) -> Path:
+    """The model with this attention implementation, exported as the query embedder exports it."""
     model = SentenceTransformer(model_name, device="cpu", model_kwargs={"attn_implementation": attention})
-    graph = _MeanPooled(model)
-    sample = model.tokenizer(["a question about medicine"], return_tensors="pt")
-    path = folder / f"{attention}.onnx"
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(graph.module, tuple(sample[n] for n in graph.input_names), str(path),
-                          input_names=graph.input_names, output_names=["embedding"],
-                          dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in graph.input_names},
-                                        "embedding": {0: "batch"}}, opset_version=17, dynamo=False)
-    return path
+    return _export(_MeanPooled(model), model, attention, folder=folder)
 
 
 def main() -> int:
