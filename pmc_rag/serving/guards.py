@@ -6,7 +6,8 @@
   question is logged, stored, cached or retrieved with, so nothing downstream sees the original. It is a
   pattern list, not a guarantee: a name with no cue ("Ask John about statins") passes.
 - `small_talk_reply`: greetings and thanks get a short reply without retrieval.
-- `emergency_reply`: a question describing an emergency happening now gets a pointer to emergency services.
+- `emergency_reply`: a message describing someone in danger now gets a pointer to emergency services, or to a
+  crisis line for a wish to die (`pmc_rag.serving.crisis`).
 - `fixed_reply`: either of the two above, as the server and `pmc-rag ask` both use them.
 - `SearchFilters`: the filters clients may send, checked field by field, then turned into Haystack filters
   (which pgvector passes to SQL as parameters; the checks make crafted values a 422 rather than a no-match).
@@ -22,6 +23,7 @@ from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pmc_rag.components.citations import canonical_id
+from pmc_rag.serving.crisis import check_crisis, crisis_reply
 from pmc_rag.ingestion.documents import COLLECTION_NAME, COLLECTION_RULE
 
 
@@ -95,33 +97,13 @@ def small_talk_reply(question: str) -> str | None:
     return THANKS_REPLY if re.match(r"(?i)\s*(?:many )?(?:thank|ty\b|cheers)", question) else SMALL_TALK_REPLY
 
 
-_HAPPENING_NOW = re.compile(
-    r"\b(?:I(?:'m| am)?|I've|my (?:\w+ )?(?:husband|wife|son|daughter|child|baby|mother|father|mom|mum|dad|friend|"
-    r"partner|brother|sister)|someone|somebody|he|she)\b.{0,40}?\b(?:is|are|am|has|have|'s|just|having|took|taken|"
-    r"can't|cannot|won't)\b", re.IGNORECASE)
-_EMERGENCY = re.compile(
-    r"\b(?:chest pain|heart attack|stroke|seizure|not breathing|can'?t breathe|cannot breathe|stopped breathing|"
-    r"unconscious|unresponsive|overdos\w*|poison\w*|bleeding (?:heavily|badly|a lot)|severe bleeding|"
-    r"anaphyla\w*|suicid\w*|kill (?:myself|himself|herself)|end (?:my|his|her) life|choking)\b", re.IGNORECASE)
-_URGENT = re.compile(r"\b(?:right now|now|just|help|emergency|urgent|what (?:do|should) I do)\b", re.IGNORECASE)
-
-EMERGENCY_REPLY = (
-    "This sounds like a medical emergency. Call your local emergency number now (112 in Europe, 911 in North "
-    "America, 999 in the UK) or go to the nearest emergency department. If someone may harm themselves, call "
-    "emergency services or a crisis line. This service summarises research papers and cannot give urgent "
-    "medical advice.")
-
-
 def emergency_reply(question: str) -> str | None:
-    """The safety message when the question describes an emergency happening to someone now, else None.
+    """The reply when the question describes someone in danger now (an emergency, or a wish to die), else None.
 
-    A research question about emergencies ("Does aspirin reduce deaths after heart attack?") has no one it is
-    happening to and gets a literature answer as usual.
+    A research question on the same subject ("Does aspirin reduce deaths after heart attack?") gets a literature
+    answer as usual. The rules are in `pmc_rag.serving.crisis`.
     """
-    if _EMERGENCY.search(question) and _HAPPENING_NOW.search(question) and (
-            _URGENT.search(question) or re.search(r"\b(?:I|my)\b", question, re.IGNORECASE)):
-        return EMERGENCY_REPLY
-    return None
+    return crisis_reply(check_crisis(question))
 
 
 def fixed_reply(question: str) -> tuple[str, str] | None:

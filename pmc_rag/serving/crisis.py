@@ -1,0 +1,324 @@
+"""Is the person writing in danger now? Decided before any search, in well under a millisecond, by rules.
+
+A message is a crisis when it describes an emergency happening to someone: the writer ("I can't breathe"), someone
+with them ("my son swallowed pills", "a man collapsed at the gym") or a wish to die ("I feel suicidal"). A question
+about the same subject ("Does ketamine reduce suicidal ideation?", "How is status epilepticus treated?") is research
+and goes to the literature search as usual.
+
+The rules, in order:
+1. The text is normalised: lower case, accents dropped, misspellings of the danger words corrected to the nearest
+   word within one or two edits ("siezure", "sucidal", "overdoesd", "unconcious", "anafalaxis").
+2. A wish to die or to harm oneself ("kill myself", "don't want to live", "me quiero morir") is a crisis, always.
+3. A danger *state* ("won't stop bleeding", "not breathing", "throat is closing", "face is drooping") is a crisis
+   unless the message reads as research (study words such as trial, incidence, outcomes, management, patients).
+4. A danger *topic* ("stroke", "seizure", "overdose", "chest pain") is a crisis when a person is in it (I, my
+   husband, she, someone) and the message does not read as research or as the past ("two years ago").
+
+A miss is worse than a false alarm, so where a rule is unsure the message is a crisis. Figures on a labelled set
+(`evaluation/datasets/crisis_messages.json`) come from `pmc-rag eval --crisis`.
+
+Usage:
+```python
+decision = check_crisis("my daughter is having a seizure that won't stop")
+decision.crisis, decision.category, decision.language   # True, 'seizure', 'en'
+crisis_reply(decision)                                  # the reply, in the message's language
+```
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+# --- the words ------------------------------------------------------------------------------------------------
+
+# Danger words that are misspelled in practice; a token within one edit of one (two for long words) becomes it.
+_VOCABULARY = """
+suicide suicidal suicidarme selbstmord suizid overdose overdosed overdosing poisoned poisoning seizure seizures
+seizing convulsing convulsion convulsions convulsionando unconscious unresponsive collapsed breathe
+breathing breathless bleeding bleeding anaphylaxis anaphylactic allergic stroke attack heart chest drooping slurred
+choking gasping wheezing pregnant contractions swallowed fainted epileptic epilepsy hemorrhage haemorrhage
+""".split()
+
+_PHONETIC = [("ph", "f"), ("y", "i"), ("ck", "k"), ("ae", "e")]
+
+_RESEARCH = re.compile(
+    r"\b(?:trials?|stud(?:y|ies)|efficacy|effective(?:ness)?|incidence|prevalence|epidemiolog\w*|outcomes?|"
+    r"mortality|survival|risk factors?|rates?|predict\w*|predictors?|associated|association|management|"
+    r"treatments?|treated|therapy|therapies|guidelines?|evidence|meta-analys\w*|cohort|versus|vs|compared?|"
+    r"mechanisms?|patients|population|prognosis|diagnos\w*|screening|prevent\w*|prophylaxis|reduce|reduces|"
+    r"improve|improves|accuracy|accurate|cost-effective|causes|symptoms of|recurrence|long-term|children|"
+    r"adolescents|adults|elderly|women|men|assessed|protocols?|programmes?|interventions?|"
+    r"traitement|facteurs de risque|pronostic|ameliore\w*|efficac\w*|reduit|prevalence|incidence|mortalite|survie|risikofaktoren|wirksam\w*|sterblichkeit|haufig|"
+    r"behandlung|risiko\w*|vergleich|ursachen|tratamiento|manejo|riesgo|eficaz|eficacia|pronostico|incidencia|"
+    r"tasa|reduce|mejora|sintomas|signos|signes|symptoms|case series|when is|which)\b")
+
+_PAST = re.compile(r"\b(?:years? ago|months? ago|last (?:year|month)|in (?:19|20)\d\d|history of|used to|"
+                   r"had a (?:stroke|heart attack|seizure) (?:in|last|years?))\b")
+
+_PERSON = re.compile(
+    r"\b(?:i|i'm|im|i've|ive|i'd|me|my|mine|myself|we|we're|our|us|someone|somebody|he|she|he's|hes|she's|him|"
+    r"her|his|they're|a (?:man|woman|guy|girl|boy|person|child|kid|baby|lady)|"
+    r"son|daughter|baby|child|kid|toddler|husband|wife|partner|boyfriend|girlfriend|mum|mom|mother|dad|father|"
+    r"brother|sister|friend|grandma|grandmother|grandad|granddad|grandfather|grandpa|neighbour|neighbor|roommate|"
+    r"colleague|uncle|aunt|niece|nephew|"
+    r"je|j'|j'ai|moi|mon|ma|mes|il|elle|"
+    r"ich|mein|meine|meinem|meinen|meiner|mir|mich|er|"
+    r"yo|mi|mis|estoy|tengo|ella)\b")
+
+# "my patients" and the like are a clinician's research question, not a person in danger
+_PROFESSIONAL = re.compile(r"\b(?:my|our) (?:patients?|practice|clinic|ward|unit|hospital|study|trial|students?)\b")
+
+_PLEA = re.compile(r"\b(?:what (?:do|should|can) (?:i|we) do|help me|please help|help us|help!|what now|"
+                   r"que faire|que hago|was soll ich tun)")
+
+_INVERTED_PRONOUN = re.compile(r"-t?-?(?:il|elle|ils|elles)\b")
+
+_SELF_HARM = re.compile(
+    r"\b(?:kill (?:myself|me|himself|herself)|end (?:my|his|her) (?:own )?life|ending (?:it all|my life)|"
+    r"end it all|take my (?:own )?life|(?:want|wants|wanna|going|gonna|plan|planning|thinking|thoughts?) "
+    r"(?:to |about |of )?(?:die|dying|kill|suicide|end it)|feel(?:ing)? suicidal|(?:i'm|im|i am|is|am) suicidal|"
+    r"(?:don't|dont|do not) want to (?:live|be alive|be here|wake up|exist)|better off (?:dead|without me)|"
+    r"no reason to live|hurt(?:ing)? myself|harm(?:ing)? myself|cut(?:ting)? myself|disappear forever|"
+    r"(?:written|wrote|writing|left) (?:a |the )?(?:letters?|notes?|goodbye)|suicide note|jump(?:ing)? off|"
+    r"(?:can't|cannot|cant) go on|give up on life|not worth living|"
+    r"going to jump|wants? to die|said goodbye|texted (?:me )?goodbye|"
+    r"me suicider|envie de mourir|veux mourir|me tuer|en finir|"
+    r"(?:mich|sich) umbringen|(?:mich|sich) toten|nicht mehr leben|will sterben|(?:mir|sich) das leben (?:zu )?nehmen|"
+    r"suicidarme|suicidarse|quiero morir|matarme|matarse|se va a matar|me voy a matar|no quiero vivir|"
+    r"quitarme la vida|quitarse la vida|acabar con todo|sentido a la vida|veux en finir|plus envie de vivre)\b")
+
+_CATEGORIES: dict[str, tuple[str, str]] = {
+    # category: (states: a crisis unless it reads as research; topics: a crisis when a person is in it)
+    "suicide_self_harm": (
+        r"i have a plan|have pills saved|locked (?:himself|herself) in",
+        r"suicid\w*|self[- ]harm\w*|selbstmord|suizid\w*|suicidio"),
+    "overdose_poisoning": (
+        r"overdosed|od'?d|took (?:too (?:much|many)|(?:a )?(?:whole|full) (?:pack|bottle|box)|\d+ (?:tablets|pills))|"
+        r"swallowed|drank (?:bleach|antifreeze|\w+ by mistake)|ate (?:a|some|\w+ of)? ?\w* ?(?:pills|tablets|"
+        r"detergent|pod|bleach|batter(?:y|ies))|(?:ate|eaten) a handful|double (?:my|his|her) \w* ?dose|"
+        r"way too much|too much (?:heroin|fentanyl|\w+)|avale|geschluckt|se tomo|trago",
+        r"overdos\w*|poison\w*|intoxica\w*|pills|tablets|vergift\w*|uberdosis|sobredosis|envenen\w*"),
+    "breathing": (
+        r"(?:can't|cant|cannot|can not|unable to|struggling to|trouble|difficulty|hard to|barely) ?(?:breathe?|"
+        r"breathing|catch (?:my|his|her) breath)|not breathing|stopped breathing|isn't breathing|gasping|choking|"
+        r"lips (?:are |turning |went )?blue|turning blue|wheezing badly|inhaler (?:isn't|is not|not) working|"
+        r"n'arrive (?:plus|pas) a respirer|atmet nicht|(?:kann|konnen) nicht (?:mehr )?atmen|keine luft|"
+        r"no puede respirar|no puedo respirar|no respira|struggling for breath|short of breath and",
+        r"breath\w*|asthma attack|wheez\w*|croup|oxygen is \d+|respir\w*"),
+    "seizure": (
+        r"(?:seizure|fit|fitting|convuls\w*|seizing)\w* (?:that )?(?:won't|wont|will not|doesn't|isn't) stop|"
+        r"(?:having|had) (?:a |another )?(?:seizure|fit|convulsions?)|fitting|seizing|convulsing|"
+        r"shaking all over|eyes rolled|jerking",
+        r"seizures?|convuls\w*|epilep\w*|krampf\w*|crise d'epilepsie"),
+    "bleeding": (
+        r"(?:won't|wont|will not|can't|cant|doesn't) stop (?:the )?bleeding|bleeding (?:heavily|badly|a lot|"
+        r"everywhere|really bad)|so much blood|blood (?:is )?(?:spurting|everywhere|pouring)|vomiting blood|"
+        r"coughing up (?:lots of |a lot of )?blood|passing (?:large amounts of |lots of )?blood|stabbed|"
+        r"soaking a pad|mouth full of blood|saigne beaucoup|blut(?:e|et) (?:sehr )?stark|sangrando mucho|"
+        r"sangro mucho|pouring blood|hort nicht auf",
+        r"bleed\w*|blood|hemorrhag\w*|haemorrhag\w*|saigne\w*|blute|blutet|blutung\w*|sangr\w*"),
+    "anaphylaxis": (
+        r"throat (?:is |feels )?(?:closing|swelling|tight)|tongue (?:is )?swelling|face (?:is )?swelling|"
+        r"swelling up|lips (?:are )?swollen|epipen|epi-pen|allergic reaction|anaphyla\w*|"
+        r"gorge gonfle|allergischer schock|se le hincha",
+        r"allerg\w*|hives|stung|sting|reaction|swelling|swollen"),
+    "collapse_unresponsive": (
+        r"collapsed|unresponsive|unconscious|(?:won't|wont|will not|can't|cant|doesn't) wake|not responding|"
+        r"(?:isn't|is not|isnt|not) (?:responding|waking)|keeled over|"
+        r"won't respond|wont respond|passed out|fainted|out cold|no pulse|floppy|barely breathing|on the floor|"
+        r"effondre|ne repond plus|inconscient|bewusstlos|zusammengebrochen|reagiert nicht|desmayo|no despierta|"
+        r"inconsciente|no responde",
+        r"faint\w*|collaps\w*|conscious\w*"),
+    "stroke": (
+        r"face (?:is )?droop\w*|droop\w*|slurred|(?:can't|cant|cannot) (?:move|lift|feel) (?:his|her|my|their)? ?"
+        r"(?:\w+ )?(?:arm|leg|hand|side|face)|(?:can't|cant|cannot) (?:talk|speak) (?:properly|clearly|right)|"
+        r"numbness on one side|one side of (?:his|her|my) face|words are jumbled|smile is crooked|"
+        r"worst headache|weak on (?:the|one) (?:left|right )?side|went weak|lopsided|speech (?:went|is|got) "
+        r"(?:weird|strange|funny|slurred)|no puede hablar|cara torcida|kann nicht (?:mehr )?sprechen|"
+        r"sudden(?:ly)? (?:loss of vision|"
+        r"can't (?:talk|speak|see|understand|walk)|confused)|bouche de travers|n'arrive plus a parler",
+        r"stroke|avc|schlaganfall|derrame cerebral|ictus"),
+    "heart_attack": (
+        r"crushing chest|clutching (?:his|her|my) chest|chest (?:pain|pressure|tightness)|pain in (?:my|his|her) "
+        r"chest|chest feels|heart (?:is )?racing|douleur (?:dans|a) la poitrine|schmerzen in der brust|"
+        r"dolor (?:fuerte )?en el pecho",
+        r"heart attack|chest|heart|cardiac|infarct\w*|herzinfarkt|brustschmerz\w*|crise cardiaque|infarto|"
+        r"ataque al corazon"),
+    "obstetric": (
+        r"waters broke|cord is coming|coming out feet first|baby (?:stopped|has stopped|isn't) moving|"
+        r"gave birth|just delivered|(?:pregnant|weeks|enceinte|schwanger|embarazada)\b.{0,60}"
+        r"\b(?:bleed\w*|pain|headache|blurred|flashing|fit|seizure|swollen|contractions|saigne|blutung\w*|sangro)",
+        r"pregnan\w*|labou?r|contractions|enceinte|schwanger|embarazada"),
+}
+# Signs that something is acutely wrong with someone, in no category above; with a person in the message and no
+# study words, a miss costs more than a false alarm, so these are a crisis too.
+_ACUTE_SIGNS = re.compile(
+    r"\b(?:drank|drunk|swallowed|licked|ate|eaten|getrunken|geschluckt|avale|bu|bebio|trago)\b.{0,40}"
+    r"\b(?:liquid|cleaner|cleaning|dishwasher|bleach|detergent|chemical|medicine|medication|pills|tablets|"
+    r"putzmittel|reiniger|javel|lejia|lavavajillas|medicaments?|medicamentos?|tabletten)|"
+    r"\b(?:putzmittel|reiniger|tabletten|medikamente|javel|lejia)\b.{0,40}\b(?:getrunken|geschluckt|gegessen)|"
+    r"\b(?:puff\w*|swell\w*|swollen)\b.{0,40}\b(?:after|since) (?:eating|taking|a sting|being stung)|"
+    r"\bnot making sense|very (?:sleepy|drowsy)|can't stay awake|drowsy and|confused and|"
+    r"\b(?:can't|cannot|cant) (?:raise|lift)|dribbling|drooling|foaming|grunting|breathing (?:really |very )?fast|"
+    r"\bmal a la poitrine|\b(?:transpire|schwitzt|suda)\b|respire (?:tres |tres )?mal|atmet (?:schwer|schlecht)|"
+    r"\bkann nicht (?:mehr )?(?:sprechen|atmen|aufstehen)|no se detiene|no para\b|hort nicht auf|"
+    r"ne s'arrete pas|depuis une heure|for (?:an|over an|half an) hour|won't stop|wont stop")
+_STATES = {category: re.compile(rf"\b(?:{states})") for category, (states, _) in _CATEGORIES.items()}
+_TOPICS = {category: re.compile(rf"\b(?:{topics})\b") for category, (_, topics) in _CATEGORIES.items()}
+
+_LANGUAGE_WORDS = {
+    "fr": {"je", "j'ai", "mon", "ma", "mes", "il", "elle", "est", "et", "de", "la", "le", "les", "une", "un", "ne",
+           "plus", "pas", "suis", "fait", "a", "qui", "des", "dans", "avec"},
+    "de": {"ich", "mein", "meine", "ist", "und", "nicht", "hat", "einen", "eine", "der", "das", "mit",
+           "habe", "bin", "mehr", "will", "sich", "keine"},
+    "es": {"mi", "mis", "yo", "es", "y", "no", "el", "la", "los", "las", "un", "una", "se", "estoy", "tengo",
+           "que", "muy", "mucho", "quiero", "hijo", "hija", "esta"},
+}
+
+
+# --- the decision ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CrisisDecision:
+    """What the check decided: `crisis`, its `category` (None when not a crisis), the message's `language`
+    (en, fr, de, es) and the rule that decided (`reason`)."""
+
+    crisis: bool
+    category: str | None
+    language: str
+    reason: str
+
+
+def check_crisis(message: str) -> CrisisDecision:
+    """Whether `message` describes someone in danger now (see the module's docstring for the rules)."""
+    text = normalise(message)
+    language = detect_language(text)
+    research = bool(_RESEARCH.search(text))
+    # the wish is a person's by its grammar ("kill myself", "suicidarme"); a study of it names no one and has
+    # study words
+    if _SELF_HARM.search(text) and (_PERSON.search(text) or not research):
+        return CrisisDecision(True, "suicide_self_harm", language, "a wish to die or to harm oneself")
+    professional = bool(_PROFESSIONAL.search(text))
+    # French questions invert the verb ("reduit-elle"): that pronoun is the subject of the question, not a person
+    personal = bool(_PERSON.search(_INVERTED_PRONOUN.sub(" ", _PROFESSIONAL.sub(" ", text))))
+    # a plea for help outweighs study words ("heart attack symptoms, what do I do")
+    research = (research or professional) and not _PLEA.search(text)
+    for category, states in _STATES.items():
+        if states.search(text) and (personal or not research):
+            return CrisisDecision(True, category, language, "an emergency described as happening")
+    if personal and not research and not _PAST.search(text):
+        for category, topics in _TOPICS.items():
+            if topics.search(text):
+                return CrisisDecision(True, category, language, "a person in an emergency")
+        if _ACUTE_SIGNS.search(text):
+            return CrisisDecision(True, "other", language, "a person with acute signs")
+    return CrisisDecision(False, None, language, "no emergency described")
+
+
+def normalise(message: str) -> str:
+    """Lower case, accents dropped, curly quotes straightened, danger words' misspellings corrected."""
+    text = unicodedata.normalize("NFKD", message.lower().replace("\u2019", "'"))
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    return re.sub(r"[a-z']+", lambda m: _corrected(m.group(0)), " ".join(text.split()))
+
+
+def detect_language(normalised: str) -> str:
+    words = re.findall(r"[a-z']+", normalised)
+    counts = {language: sum(w in vocabulary for w in words) for language, vocabulary in _LANGUAGE_WORDS.items()}
+    english = sum(w in {"i", "my", "the", "and", "is", "a", "to", "of", "in", "it", "he", "she", "me", "not"}
+                  for w in words)
+    best = max(counts, key=counts.get)
+    return best if counts[best] > english else "en"
+
+
+def _key(word: str) -> str:
+    for spelling, sound in _PHONETIC:
+        word = word.replace(spelling, sound)
+    return re.sub(r"(.)\1+", r"\1", word)
+
+
+_KEYS = {_key(word): word for word in _VOCABULARY}
+
+
+@lru_cache(maxsize=65536)
+def _corrected(word: str) -> str:
+    if len(word) < 5 or word in _VOCABULARY:
+        return word
+    key = _key(word)
+    if key in _KEYS:
+        return _KEYS[key]
+    limit = 2 if len(word) >= 9 else 1
+    best = min(_KEYS, key=lambda k: _edits(key, k, limit))
+    return _KEYS[best] if _edits(key, best, limit) <= limit else word
+
+
+def _edits(a: str, b: str, limit: int) -> int:
+    """Damerau-Levenshtein distance (adjacent swaps count one), or limit + 1 when it is larger."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+# --- the replies ----------------------------------------------------------------------------------------------
+
+_EMERGENCY = {
+    "en": "This sounds like an emergency. Call your local emergency number now (112 in Europe, 911 in North America, "
+          "999 in the UK) or go to the nearest emergency department. The call handler will tell you what to do until "
+          "help arrives.{extra} This service summarises research papers and cannot help in an emergency.",
+    "fr": "Cela ressemble à une urgence. Appelez tout de suite le 15 (SAMU) ou le 112, ou allez aux urgences les plus "
+          "proches. La personne au téléphone vous dira quoi faire en attendant les secours. Ce service résume des "
+          "articles de recherche et ne peut pas aider en cas d'urgence.",
+    "de": "Das klingt nach einem Notfall. Rufen Sie sofort den Notruf 112 an oder fahren Sie in die nächste "
+          "Notaufnahme. Die Leitstelle sagt Ihnen, was bis zum Eintreffen der Hilfe zu tun ist. Dieser Dienst fasst "
+          "Forschungsartikel zusammen und kann in einem Notfall nicht helfen.",
+    "es": "Esto parece una urgencia. Llame ahora al 112 (911 en América) o vaya al servicio de urgencias más cercano. "
+          "Quien atienda la llamada le dirá qué hacer hasta que llegue la ayuda. Este servicio resume artículos de "
+          "investigación y no puede ayudar en una urgencia.",
+}
+_POISON_LINE = (" For a poisoning or overdose you can also call a poison centre (1-800-222-1222 in the US), but call "
+                "the emergency number first if the person is drowsy, not breathing normally or having a seizure.")
+_CRISIS_LINE = {
+    "en": "I'm really sorry you're going through this. You don't have to face it alone, and you can talk to someone "
+          "right now: call or text 988 in the US and Canada, call Samaritans on 116 123 in the UK and Ireland, or "
+          "call your local emergency number (112 in Europe, 911, 999) if you might act on these thoughts or someone "
+          "is in danger now. If this is about someone else, stay with them if you can and call for help. This "
+          "service only searches research papers; a person on those lines can help in a way it cannot.",
+    "fr": "Je suis vraiment désolé que vous traversiez cela. Vous n'êtes pas seul(e) : vous pouvez parler à quelqu'un "
+          "tout de suite en appelant le 3114 (numéro national de prévention du suicide, 24h/24, gratuit), ou le 112 "
+          "si vous êtes en danger maintenant. Si cela concerne un proche, restez avec lui si vous le pouvez et "
+          "appelez de l'aide. Ce service ne fait que chercher des articles de recherche.",
+    "de": "Es tut mir sehr leid, dass es Ihnen so geht. Sie müssen das nicht allein durchstehen: Die "
+          "TelefonSeelsorge ist rund um die Uhr kostenlos erreichbar unter 0800 111 0 111 oder 0800 111 0 222. Wenn "
+          "Sie oder jemand anderes jetzt in Gefahr sind, rufen Sie den Notruf 112. Wenn es um eine andere Person "
+          "geht, bleiben Sie bei ihr, wenn Sie können, und holen Sie Hilfe. Dieser Dienst durchsucht nur "
+          "Forschungsartikel.",
+    "es": "Siento mucho que esté pasando por esto. No tiene que afrontarlo solo/a: puede hablar ahora con alguien "
+          "llamando al 024 (línea de atención a la conducta suicida en España, gratuita, 24 horas) o al 112 si "
+          "usted u otra persona está en peligro ahora. Si se trata de otra persona, quédese con ella si puede y "
+          "pida ayuda. Este servicio solo busca artículos de investigación.",
+}
+
+
+def crisis_reply(decision: CrisisDecision) -> str | None:
+    """The reply to a crisis, in the message's language (English where it is not French, German or Spanish);
+    None when the decision is not a crisis."""
+    if not decision.crisis:
+        return None
+    if decision.category == "suicide_self_harm":
+        return _CRISIS_LINE.get(decision.language, _CRISIS_LINE["en"])
+    text = _EMERGENCY.get(decision.language, _EMERGENCY["en"])
+    return text.format(extra=_POISON_LINE if decision.category == "overdose_poisoning" else "")
