@@ -28,6 +28,7 @@ from pmc_rag.pipelines import DeclaredPipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
+from pmc_rag.serving.crisis import exemplar_layer
 from pmc_rag.serving.conversation import (conversation_topic, is_follow_up, renumber, standalone_query,
                                           topic_papers)
 from pmc_rag.serving.guards import InputError, SearchFilters, clean_question, fixed_reply, redact_personal_data
@@ -71,6 +72,7 @@ class AnswerService:
         self.follow_ups_from_topic_papers = follow_ups_from_topic_papers
 
     def warm_up(self) -> None:
+        exemplar_layer()  # the crisis check's model, loaded before the first person who needs it
         if not self.pipeline.warmed_up:
             self.pipeline.warm_up()
 

@@ -119,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
                           help="instead of answering, check the relevance gate: how often it says 'not answered' to "
                                "questions the corpus cannot answer (default: evaluation/datasets/"
                                "unanswerable_questions.json) and to the answerable --questions (--limit applies)")
+    evaluate.add_argument("--crisis", action="store_true",
+                          help="the crisis check on the labelled messages (evaluation/datasets/crisis_messages.json): "
+                               "misses and false alarms per set; no database")
     evaluate.add_argument("--out", default=None, metavar="DIR",
                           help="where results.json, chart.png and table.md go (default: .pmc-rag/eval/<time>/)")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -354,6 +357,11 @@ def _eval(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be 1 or more")
+    if args.crisis:
+        from pmc_rag.evaluation.crisis import crisis_markdown, run_crisis
+
+        report = run_crisis(progress=not args.no_progress)
+        return _write_side_report(args, "crisis", report, crisis_markdown(report))
     print(f"Database: {ensure_database().description}", file=sys.stderr)
     # One warning per question that Ollama is unreachable would bury the progress bars; each record names the
     # model that answered and those that failed.

@@ -277,6 +277,9 @@ def test_pmc_rag_ask_makes_the_servers_checks_before_any_search():
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert emergency.returncode == 0, emergency.stderr
     assert "emergency" in emergency.stdout and "References" not in emergency.stdout
+    suicidal = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "i feel sucidal"], cwd=PROJECT_ROOT,
+                              env=env, capture_output=True, text=True, timeout=120)
+    assert suicidal.returncode == 0 and "988" in suicidal.stdout and "References" not in suicidal.stdout
     too_long = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "why " * 1000], cwd=PROJECT_ROOT,
                               env=env, capture_output=True, text=True, timeout=120)
     assert too_long.returncode == 1 and "characters" in too_long.stderr

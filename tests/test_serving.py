@@ -168,6 +168,24 @@ def test_greetings_emergencies_and_personal_data(client, pg_conn_str):
     assert "anna.berg@example.org" not in stored and "99812345" not in stored and "[EMAIL]" in stored
 
 
+@pytest.mark.parametrize("message, expected", [
+    ("I want to kill myself", "988"),
+    ("My son has difficulty breathing right now", "emergency number"),
+    ("je veux me suicider", "3114"),
+    ("Mein Kind hat Tabletten geschluckt", "112"),
+])
+def test_a_person_in_danger_gets_the_same_reply_from_rest_stream_and_chat(client, message, expected):
+    rest = client.post("/rag/run", json={"question": message}).json()["result"]
+    assert rest["kind"] == "emergency" and expected in rest["answer"] and not rest["references"]
+    with client.stream("POST", "/rag/stream", json={"question": message}) as response:
+        streamed = [json.loads(line) for line in response.iter_lines() if line][-1]["answer"]
+    assert streamed["kind"] == "emergency" and streamed["answer"] == rest["answer"]
+    chat = client.post("/v1/chat/completions", json=_chat(message)).json()
+    assert chat["choices"][0]["message"]["content"].startswith(rest["answer"])
+    research = client.post("/rag/run", json={"question": "Does ketamine reduce suicidal ideation?"}).json()
+    assert research["result"]["kind"] == "answer"
+
+
 def test_a_five_turn_conversation_keeps_its_citation_numbers(client):
     questions = [QUESTION, "What about its side effects?", "How long was progression-free survival?",
                  "Did they test for EGFR mutations in tissue?", "Were there any treatment-related deaths?"]
@@ -422,6 +440,13 @@ def test_the_built_in_page_streams_cited_answers_in_a_browser(serve_config, pg_c
         numbers = {item.get_attribute("id").rsplit("-", 1)[1]: item.get_attribute("data-source-id")
                    for item in follow_up.find_elements(By.CSS_SELECTOR, ".references li")}
         assert numbers.get("1", "PMC4816447") == "PMC4816447"
+
+        ask("my son swallowed a bottle of pills")  # a person in danger: where to get help, before any search
+        crisis = _wait_for(browser, ".turn", count=4)[-1]
+        deadline = time.monotonic() + 60
+        while "emergency number" not in crisis.text and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "emergency number" in crisis.text and not crisis.find_elements(By.CSS_SELECTOR, ".references li")
     finally:
         stop_server(server)
 
@@ -438,7 +463,7 @@ def test_an_mcp_client_lists_and_calls_both_tools(serve_config, pg_conn_str):
                           {**os.environ, "PG_CONN_STR": pg_conn_str, "PMC_RAG_API_KEY": "k1"})
     url = f"http://127.0.0.1:{port}/mcp"
 
-    async def session_calls() -> tuple[list, dict, dict, Any]:
+    async def session_calls() -> tuple[list, dict, dict, Any, Any]:
         http = httpx.AsyncClient(headers={"Authorization": "Bearer k1"}, timeout=300)
         async with http, streamable_http_client(url, http_client=http) as (read, write, _):
             async with ClientSession(read, write) as session:
@@ -446,12 +471,14 @@ def test_an_mcp_client_lists_and_calls_both_tools(serve_config, pg_conn_str):
                 tools = (await session.list_tools()).tools
                 found = await session.call_tool("search_literature", {"question": "erlotinib skin rash", "top_k": 3})
                 answered = await session.call_tool("answer_with_citations", {"question": QUESTION})
+                crisis = await session.call_tool("answer_with_citations", {"question": "i feel suicidal"})
                 empty = await session.call_tool("search_literature", {"question": "  "})
-                return tools, json.loads(found.content[0].text), json.loads(answered.content[0].text), empty
+                return (tools, json.loads(found.content[0].text), json.loads(answered.content[0].text), empty,
+                        json.loads(crisis.content[0].text))
 
     try:
         assert httpx.post(url, json={}).status_code == 401  # the same key as every other route
-        tools, found, answered, empty = asyncio.run(session_calls())
+        tools, found, answered, empty, crisis = asyncio.run(session_calls())
     finally:
         stop_server(server)
     by_name = {tool.name: tool for tool in tools}
@@ -465,6 +492,7 @@ def test_an_mcp_client_lists_and_calls_both_tools(serve_config, pg_conn_str):
     assert re.search(r"\[1\]", answered["answer"]) and answered["conversation_id"]
     assert answered["references"][0]["source_id"] == "PMC4816447" and answered["references"][0]["supporting_sentence"]
     assert empty.isError and "`question` is empty" in empty.content[0].text
+    assert crisis["kind"] == "emergency" and "988" in crisis["answer"] and not crisis["references"]
 
 
 def serve_config_with_tools(serve_config) -> Any:

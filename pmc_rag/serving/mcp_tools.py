@@ -47,6 +47,7 @@ class _ToolCall(BasePipelineWrapper):
 def compact_answer(answer: Any) -> dict[str, Any]:
     """An answer as an agent needs it: the cited text, one reference per [n] with its supporting sentence."""
     return {
+        "kind": answer.kind,  # `emergency`: a person may be in danger; the answer is where to get help, not papers
         "answer": answer.answer,
         "references": [{"number": r.number, "source_id": r.source_id, "title": r.title, "journal": r.journal,
                         "year": r.year, "url": r.url, "supporting_sentence": r.evidence}

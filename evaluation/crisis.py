@@ -1,0 +1,61 @@
+"""`pmc-rag eval --crisis`: misses and false alarms of the crisis check on the labelled messages, per set.
+
+A miss (a crisis answered as research) is worse than a false alarm, so misses are listed in full. Each set is
+reported twice: the rules alone, and the rules with the exemplar layer (which never sees the held-aside set
+`fresh_4`; the other sets are its exemplars, so on them it is measured on what it was built from).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any
+
+from pmc_rag.serving.crisis import (HELD_ASIDE_SETS, ExemplarLayer, check_crisis, check_crisis_by_rules,
+                                    labelled_messages)
+
+
+def run_crisis(progress: bool = True, exemplars: ExemplarLayer | None = None) -> dict[str, Any]:
+    """Every labelled message through both checks; counts per set and check, the misses and false alarms, and the
+    check's time per message."""
+    layer = exemplars or ExemplarLayer.load()
+    messages = labelled_messages()
+    counts: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    wrong: list[dict[str, Any]] = []
+    times_ms: list[float] = []
+    for number, message in enumerate(messages, 1):
+        crisis = message["label"] == "crisis"
+        started = time.perf_counter()
+        layered = check_crisis(message["text"], exemplars=layer)
+        times_ms.append((time.perf_counter() - started) * 1000)
+        for check, decision in (("rules", check_crisis_by_rules(message["text"])), ("rules + exemplars", layered)):
+            tally = counts[message["set"]][check]
+            tally["crises" if crisis else "research"] += 1
+            if decision.crisis != crisis:
+                tally["misses" if crisis else "false_alarms"] += 1
+                wrong.append({"set": message["set"], "check": check, "label": message["label"],
+                              "text": message["text"], "reason": decision.reason})
+        if progress and number % 100 == 0:
+            print(f"  {number}/{len(messages)} messages", flush=True)
+    times_ms.sort()
+    return {"counts": {s: {c: dict(t) for c, t in checks.items()} for s, checks in counts.items()},
+            "wrong": wrong, "held_aside_sets": sorted(HELD_ASIDE_SETS),
+            "time_ms": {"p50": times_ms[len(times_ms) // 2], "p95": times_ms[int(len(times_ms) * 0.95)],
+                        "max": times_ms[-1]}}
+
+
+def crisis_markdown(report: dict[str, Any]) -> str:
+    lines = ["| set | check | misses | false alarms |", "|---|---|---:|---:|"]
+    for name, checks in report["counts"].items():
+        aside = " (held aside)" if name in report["held_aside_sets"] else ""
+        for check, t in checks.items():
+            lines.append(f"| {name}{aside} | {check} | {t.get('misses', 0)} of {t.get('crises', 0)} | "
+                         f"{t.get('false_alarms', 0)} of {t.get('research', 0)} |")
+    timing = report["time_ms"]
+    lines += ["", f"Time per message (rules + exemplars): p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f} ms, "
+                  f"max {timing['max']:.1f} ms", ""]
+    for item in report["wrong"]:
+        if item["check"] == "rules + exemplars":
+            kind = "MISSED" if item["label"] == "crisis" else "false alarm"
+            lines.append(f"- {kind} ({item['set']}): {item['text']!r} ({item['reason']})")
+    return "\n".join(lines)
