@@ -128,5 +128,6 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     for name, checks in report["counts"].items():
         assert checks["rules + exemplars"].get("misses", 0) == 0, (name, report["wrong"])
     aside = report["counts"]["fresh_4"]["rules + exemplars"]
-    assert aside.get("false_alarms", 0) <= 0.15 * aside["research"]
+    assert aside.get("false_alarms", 0) <= 0.15 * aside["not_crises"]
+    assert report["counts"]["pubmedqa_dev_odd"]["rules + exemplars"].get("false_alarms", 0) <= 5  # of 250
     assert report["time_ms"]["p95"] < 100

@@ -66,7 +66,12 @@ _RESEARCH = re.compile(
     r"adolescents|adults|elderly|women|men|assessed|protocols?|programmes?|interventions?|"
     r"traitement|facteurs de risque|pronostic|ameliore\w*|efficac\w*|reduit|prevalence|incidence|mortalite|survie|risikofaktoren|wirksam\w*|sterblichkeit|haufig|"
     r"behandlung|risiko\w*|vergleich|ursachen|tratamiento|manejo|riesgo|eficaz|eficacia|pronostico|incidencia|"
-    r"tasa|reduce|mejora|sintomas|signos|signes|symptoms|case series|when is|which)\b")
+    r"tasa|reduce|mejora|sintomas|signos|signes|symptoms|case series|when is|which|"
+    # a person's question about their treatment, not an emergency
+    r"is it safe|safe to|safe with|should (?:i|we|she|he) (?:take|stop|start|use|keep|have)|side effects?|"
+    r"interactions?|before surgery|"
+    r"clinical|impact|evaluation|surg\w*|role|relationship|related|correlat\w*|factors?|analysis|sampling|"
+    r"measure\w*|performance|contribution|feasib\w*|benefits?|value|useful|influence|affects?)\b")
 
 _PAST = re.compile(r"\b(?:years? ago|months? ago|last (?:year|month)|in (?:19|20)\d\d|history of|used to|"
                    r"had a (?:stroke|heart attack|seizure) (?:in|last|years?))\b")
@@ -313,7 +318,8 @@ class ExemplarLayer:
     the `k` nearest at least `threshold`), and gives the category most of those crises share.
 
     The exemplars are the labelled set `evaluation/datasets/crisis_messages.json` less its held-aside set
-    (`fresh_4`). k=5 and threshold=0.6 were chosen by leave-one-out on the exemplars alone.
+    (`fresh_4`), and every other PubMedQA dev question as research. k=5 and threshold=0.6 were chosen by
+    leave-one-out on the labelled exemplars alone.
 
     Usage:
     ```python
@@ -345,7 +351,7 @@ class ExemplarLayer:
         if model is None:
             seed_embedding_model()
         encoder = SentenceTransformer(model or EMBEDDING_MODEL, device="cpu")
-        rows = [r for r in labelled_messages() if r["set"] not in HELD_ASIDE_SETS]
+        rows = [r for r in labelled_messages() if r["set"] not in HELD_ASIDE_SETS] + research_exemplars()
         return cls(lambda texts: encoder.encode(texts, normalize_embeddings=True, batch_size=64),
                    [r["text"] for r in rows], [r["label"] == "crisis" for r in rows], [r["category"] for r in rows],
                    **settings)
@@ -370,6 +376,16 @@ _LAYER_LOCK = threading.Lock()
 def labelled_messages() -> list[dict[str, Any]]:
     path = resources.files("pmc_rag.evaluation") / "datasets" / "crisis_messages.json"
     return json.loads(path.read_text(encoding="utf-8"))["messages"]
+
+
+def research_exemplars() -> list[dict[str, Any]]:
+    """Every other PubMedQA dev question (the even-numbered ones in file order), as more examples of research
+    questions; `pmc-rag eval --crisis` measures false alarms on the odd-numbered ones."""
+    from pmc_rag.evaluation.questions import load_questions
+    from pmc_rag.paths import DEV_QUESTIONS
+
+    return [{"text": q.question, "label": "research", "category": "pubmedqa"}
+            for q in load_questions(DEV_QUESTIONS)[::2]]
 
 
 def exemplar_layer() -> ExemplarLayer | None:

@@ -83,7 +83,9 @@ def redact_personal_data(text: str) -> tuple[str, list[str]]:
 
 _SMALL_TALK = re.compile(
     r"^(?:(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening)|greetings)(?: there)?|"
-    r"(?:many )?thanks?(?: you)?(?: (?:so|very) much)?(?: a lot)?|thank you|ty|cheers|bye|goodbye|ok(?:ay)?|great)"
+    r"(?:many )?thanks?(?: you)?(?: (?:so|very) much)?(?: a lot)?|thank you|ty|cheers|bye|goodbye|ok(?:ay)?|great|"
+    r"bonjour|salut|merci(?: beaucoup)?|hallo|guten (?:morgen|tag|abend)|danke(?: schön| schon)?|hola|"
+    r"buen(?:os|as) (?:d[ií]as|tardes|noches)|gracias(?: por (?:la|tu|su) (?:respuesta|ayuda))?)"
     r"[\s!.,:)]*$", re.IGNORECASE)
 
 SMALL_TALK_REPLY = ("Hello! Ask me a question about the biomedical literature, for example \"Does metformin lower "
@@ -94,7 +96,8 @@ THANKS_REPLY = "You're welcome. Ask another question whenever you like."
 def small_talk_reply(question: str) -> str | None:
     if not _SMALL_TALK.match(question.strip()):
         return None
-    return THANKS_REPLY if re.match(r"(?i)\s*(?:many )?(?:thank|ty\b|cheers)", question) else SMALL_TALK_REPLY
+    return THANKS_REPLY if re.match(r"(?i)\s*(?:many )?(?:thank|ty\b|cheers|merci|danke|gracias)", question) \
+        else SMALL_TALK_REPLY
 
 
 def emergency_reply(question: str) -> str | None:
@@ -109,11 +112,11 @@ def emergency_reply(question: str) -> str | None:
 def fixed_reply(question: str) -> tuple[str, str] | None:
     """`("emergency", text)` or `("small_talk", text)` for a question answered without the literature, else None.
     The server and `pmc-rag ask` both ask this first, so they refuse and greet alike."""
-    reply = emergency_reply(question)
+    reply = small_talk_reply(question)  # a whole message that is a greeting or thanks and nothing more
     if reply:
-        return "emergency", reply
-    reply = small_talk_reply(question)
-    return ("small_talk", reply) if reply else None
+        return "small_talk", reply
+    reply = emergency_reply(question)
+    return ("emergency", reply) if reply else None
 
 
 _JOURNAL = r"^[\w][\w .,:&()'/-]{0,199}$"
