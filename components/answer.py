@@ -59,6 +59,12 @@ class Reference(BaseModel):
     authors: list[str] = Field(default_factory=list, description="the first authors")
     page: int | None = Field(None, description="the page the supporting sentence is on (documents with pages)")
     collection: str | None = Field(None, description="the user's collection the document belongs to")
+    evidence_level: str | None = Field(None, description=(
+        "the paper's study design, strongest first: systematic_review, rct, cohort, case_report, review, other"))
+
+    def evidence_words(self) -> str | None:
+        """The evidence level as a reader says it ("randomised trial"), or None when unknown or `other`."""
+        return EVIDENCE_WORDS.get(self.evidence_level or "")
 
     def locator(self) -> str | None:
         """"Smith et al. 2020, p. 4" for a document with pages (the user's PDFs), else None."""
@@ -75,7 +81,13 @@ class Reference(BaseModel):
         if self.page is not None:
             return " · ".join(part for part in (f"[{self.number}] {self.source_id}", self.locator(), self.title) if part)
         details = ". ".join(str(part) for part in (self.title, self.journal, self.year) if part)
-        return " · ".join(part for part in (f"[{self.number}] {self.source_id}", details, self.url) if part)
+        return " · ".join(part for part in (f"[{self.number}] {self.source_id}", details, self.evidence_words(),
+                                            self.url) if part)
+
+
+EVIDENCE_WORDS = {"systematic_review": "systematic review or meta-analysis", "rct": "randomised trial",
+                  "cohort": "cohort or observational study", "case_report": "case report",
+                  "review": "narrative review"}
 
 
 def _surname(author: str) -> str:
@@ -145,7 +157,8 @@ class Answer(BaseModel):
         "`claims_removed` (a claim its source contradicts was taken out), `not_answered` (no excerpt was "
         "relevant enough: the model was not asked), `fallback_generator` (a later generator answered because an earlier one, e.g. "
         "Ollama, did not), `local_model_failed` (the local model server crashed, hung or could not start; a note "
-        "says why and what to do)"))
+        "says why and what to do), `personal_question` (a question about someone's own care: the notes say the answer is "
+        "not medical advice), `personal_data_removed` (personal data in the answer's text was redacted)"))
     notes: list[str] = Field(default_factory=list, description="the flags in words, for display")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="milliseconds per pipeline stage, and "
                                                                            "`total`")

@@ -280,14 +280,16 @@ class CitedAnswerBuilder:
         meta = document.meta
         cited = [c for c in citations if c["source_id"] == source_id]
         strongest = max(cited, key=lambda c: c["support"] or 0)
-        # The page of the sentence shown as evidence (documents with pages: the user's PDFs).
+        # The chunk holding the sentence shown as evidence: its section, page and id locate that sentence (the
+        # paper's first-ranked chunk may be another part of it, e.g. a table).
         evidence_chunk = next((d for d in chunks or [] if d.id == strongest.get("chunk_id")), document)
         return {
             "number": number, "source_id": source_id, "title": meta.get("title"), "journal": meta.get("journal"),
             "year": meta.get("year"), "pmcid": meta.get("pmcid"), "pmid": meta.get("pmid"), "doi": meta.get("doi"),
-            "url": source_link(meta), "section": meta.get("section"), "chunk_id": document.id,
+            "url": source_link(meta), "section": evidence_chunk.meta.get("section"), "chunk_id": evidence_chunk.id,
             "evidence": strongest["evidence"], "authors": list(meta.get("authors") or [])[:3],
             "page": evidence_chunk.meta.get("page"), "collection": meta.get("collection"),
+            "evidence_level": meta.get("evidence_level"),
         }
 
 

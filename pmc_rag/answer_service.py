@@ -31,7 +31,8 @@ from pmc_rag.serving.caller import current_lifetime, current_owner, current_requ
 from pmc_rag.serving.crisis import exemplar_layer
 from pmc_rag.serving.conversation import (conversation_topic, is_follow_up, renumber, standalone_query,
                                           topic_papers)
-from pmc_rag.serving.guards import InputError, SearchFilters, clean_question, fixed_reply, redact_personal_data
+from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, InputError, SearchFilters, clean_question, fixed_reply,
+                                    reads_as_personal, redact_personal_data)
 from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
 from pmc_rag.serving.streaming import CitationStream
 
@@ -147,7 +148,7 @@ class AnswerService:
                 answer.get("model") is None and answer.get("failed_generators"))
             if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
                 self.cache.put(key, answer, generation)
-        answer = renumber(dict(answer), state.numbers)
+        answer = _with_care_notes(renumber(dict(answer), state.numbers), question)
         answer.update(kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
                       conversation_id=state.conversation_id)
         if cached:
@@ -244,6 +245,21 @@ def _fixed(question: str, redacted: list[str], started: float) -> dict[str, Any]
     kind, text = fixed
     return {"kind": kind, "question": question, "answer": text, "redacted": redacted, "references": [],
             "notes": [], "timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}}
+
+
+def _with_care_notes(answer: dict[str, Any], question: str) -> dict[str, Any]:
+    """The answer, with personal data its text holds redacted (as the question's is), and a not-medical-advice
+    note for a question about someone's own care; each named in the flags and notes."""
+    flags, notes = dict(answer.get("flags", {})), list(answer.get("notes", []))
+    shown, kinds = redact_personal_data(answer.get("answer") or "")
+    if kinds:
+        answer["answer"] = shown
+        flags["personal_data_removed"] = True
+        notes.append("Personal data in the answer's text was replaced (" + ", ".join(kinds) + ").")
+    if reads_as_personal(question):
+        flags["personal_question"] = True
+        notes.insert(0, NOT_MEDICAL_ADVICE)
+    return {**answer, "flags": flags, "notes": notes}
 
 
 def _within_papers(filters: dict[str, Any] | None, papers: list[str]) -> dict[str, Any]:

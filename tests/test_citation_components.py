@@ -11,6 +11,7 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citation_verifier import CitationVerifier
 from pmc_rag.components.citations import strip_reference_list
+from pmc_rag.components.answer import Reference
 from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 from pmc_rag.components.empty_reply_generator import EmptyReplyGenerator
 from pmc_rag.components.excerpt_budget import ExcerptBudget
@@ -138,11 +139,27 @@ def test_references_carry_what_is_needed_to_check_them():
         "section": "Abstract: Results", "chunk_id": "c1",
         "evidence": "Erlotinib prolonged progression-free survival in patients with EGFR-mutant lung adenocarcinoma.",
         "authors": [], "page": None, "collection": None,  # a paper without pages, in no collection
+        "evidence_level": None,
     }
     assert answer["flags"] == {"invalid_citations_removed": False, "weak_support": False,
                                "extractive_fallback": False, "context_truncated": False,
                                "citations_attached": False, "citations_corrected": False,
                                "claims_removed": False, "fallback_generator": False}
+
+
+def test_a_reference_points_at_the_chunk_and_section_holding_its_evidence_and_says_its_evidence_level():
+    """The paper's first-ranked chunk is a table; the cited sentence is in the abstract's conclusion."""
+    paper = {"source_id": "PMC4816447", "pmcid": "PMC4816447", "year": 2016, "evidence_level": "rct"}
+    table = Document(id="t2", content="Characteristics of the 46 patients treated with erlotinib.",
+                     meta={**paper, "section": "Table 2"})
+    conclusion = Document(id="a1", content="First-line erlotinib prolonged progression-free survival in patients "
+                                           "with EGFR-mutant lung adenocarcinoma.",
+                          meta={**paper, "section": "Abstract: Conclusions"})
+    answer = build("Erlotinib prolonged progression-free survival in EGFR-mutant lung adenocarcinoma [PMC4816447].",
+                   documents=[table, conclusion])
+    reference = Reference.model_validate(answer["references"][0])
+    assert (reference.chunk_id, reference.section) == ("a1", "Abstract: Conclusions")
+    assert reference.evidence_level == "rct" and "randomised trial" in reference.line()
 
 
 def test_support_matches_word_forms_and_hyphenation_but_not_yes_or_no():

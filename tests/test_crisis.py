@@ -131,3 +131,19 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     assert aside.get("false_alarms", 0) <= 0.15 * aside["not_crises"]
     assert report["counts"]["pubmedqa_dev_odd"]["rules + exemplars"].get("false_alarms", 0) <= 5  # of 250
     assert report["time_ms"]["p95"] < 100
+
+
+def test_answers_to_personal_questions_say_they_are_not_medical_advice_and_personal_data_is_removed():
+    from pmc_rag.answer_service import _with_care_notes
+    from pmc_rag.serving.guards import NOT_MEDICAL_ADVICE, reads_as_personal
+
+    assert reads_as_personal("Should I stop my statins before surgery?")
+    assert reads_as_personal("Is it safe for my son to take ibuprofen?")
+    assert not reads_as_personal("Do statins reduce dementia risk in older adults?")
+    answer = _with_care_notes({"answer": "Statins lowered LDL [1]. Write to anna.berg@example.org.", "flags": {},
+                               "notes": ["A note."]}, "Should I stop my statins?")
+    assert answer["answer"] == "Statins lowered LDL [1]. Write to [EMAIL]."
+    assert answer["flags"] == {"personal_data_removed": True, "personal_question": True}
+    assert answer["notes"][0] == NOT_MEDICAL_ADVICE and "[EMAIL]" in answer["notes"][-1]
+    plain = _with_care_notes({"answer": "Statins lowered LDL [1].", "flags": {}, "notes": []}, "Do statins work?")
+    assert plain == {"answer": "Statins lowered LDL [1].", "flags": {}, "notes": []}

@@ -9,6 +9,7 @@
 - `emergency_reply`: a message describing someone in danger now gets a pointer to emergency services, or to a
   crisis line for a wish to die (`pmc_rag.serving.crisis`).
 - `fixed_reply`: either of the two above, as the server and `pmc-rag ask` both use them.
+- `reads_as_personal`: a question about the writer's own care, whose answer says it is not medical advice.
 - `SearchFilters`: the filters clients may send, checked field by field, then turned into Haystack filters
   (which pgvector passes to SQL as parameters; the checks make crafted values a 422 rather than a no-match).
 """
@@ -107,6 +108,23 @@ def emergency_reply(question: str) -> str | None:
     answer as usual. The rules are in `pmc_rag.serving.crisis`.
     """
     return crisis_reply(check_crisis(question))
+
+
+_PERSONAL_QUESTION = re.compile(
+    r"\b(?:should|can|could|may|must) (?:i|we|my (?:\w+ )?(?:husband|wife|son|daughter|child|baby|mother|father|mum|"
+    r"mom|dad|partner))\b|\bis it (?:safe|ok|okay|dangerous) (?:for (?:me|my)|to)\b|"
+    r"\b(?:i|i'm|i am|i've) (?:take|taking|been taking|on|was prescribed|am prescribed|have|had)\b|"
+    r"\bmy (?:doctor|gp|dose|medication|medicine|meds|tablets|pills|prescription|symptoms|diagnosis)\b",
+    re.IGNORECASE)
+
+NOT_MEDICAL_ADVICE = ("This reads as a question about your own or someone's care. The answer summarises research "
+                      "papers and is not medical advice: ask a doctor or pharmacist before changing any treatment.")
+
+
+def reads_as_personal(question: str) -> bool:
+    """Whether the question asks about the writer's (or their family's) own care ("Should I stop my statins?"),
+    which research papers cannot decide."""
+    return bool(_PERSONAL_QUESTION.search(question))
 
 
 def fixed_reply(question: str) -> tuple[str, str] | None:
