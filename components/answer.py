@@ -191,8 +191,8 @@ class Answer(BaseModel):
                                         f"doi:{ref.doi}" if ref.doi else None) if x)
             venue = " ".join(str(part) for part in (ref.journal, ref.year) if part)
             where = ref.locator()
-            lines.append(f"[{ref.number}] " + ". ".join(p for p in (ref.title or "Untitled abstract", venue, ids, where)
-                                                         if p))
+            lines.append(f"[{ref.number}] " + ". ".join(p for p in (ref.title or "Untitled abstract", venue, ids, where,
+                                                                   ref.evidence_words()) if p))
             if ref.url:
                 lines.append(f"    {ref.url}")
             if ref.evidence:

@@ -242,6 +242,7 @@ def _ask(args: argparse.Namespace) -> int:
     from pmc_rag.pipelines import load_declared_pipeline
     from pmc_rag.serving.config import load_serve_config
 
+    _warnings_to_log_file("ask")
     # The server's answering service and limits, without conversations, cache or audit (one question, no server).
     service = AnswerService(load_declared_pipeline(args.pipeline), name="cli",
                             max_question_chars=load_serve_config().max_question_chars)
@@ -256,6 +257,20 @@ def _ask(args: argparse.Namespace) -> int:
         raise ValueError(error.detail) from None
     print(json.dumps(answer.model_dump(mode="json"), indent=2, ensure_ascii=False) if args.json else answer.as_text())
     return 0
+
+
+def _warnings_to_log_file(command: str) -> None:
+    """Send log records to PMC_RAG_HOME/logs/<command>.log instead of the terminal: what a reader of the answer needs
+    (which model answered and why) is in its notes; "Ollama: connection refused" before every answer is not."""
+    import logging
+
+    from pmc_rag.paths import home
+
+    folder = home() / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(folder / f"{command}.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -322,10 +322,23 @@ class LocalModelServer:
             self.last_exit = describe_exit(self.process.returncode)
             self._incidents.append((time.time(), self.last_exit))
 
+    def _dying(self, within_s: float = 10.0) -> bool:
+        """Whether the process this one started is exiting: it does not answer its health check and its exit shows
+        within `within_s`. A killed server's connections close while the kernel is still tearing it down, before
+        its exit status can be read; on a busy machine that gap is long enough to be seen as a bare connection
+        error, so the exit is waited for rather than guessed at."""
+        if self.process is None or self.process.poll() is not None or self._safe_health(timeout=1.0) is not None:
+            return self.process is not None and self.process.poll() is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=within_s)
+        return self.process.poll() is not None
+
     def trouble_since(self, started: float) -> str | None:
         """Why the server may not have answered a request made at `started` (a `time.time()`): a death, a hang or
         a failed start since then, or its present state; None when nothing is wrong."""
         self._record_exit()
+        if not [when for when, _ in self._incidents if when >= started] and self._dying():
+            self._record_exit()
         recent = [what for when, what in self._incidents if when >= started]
         if recent:
             what = recent[-1]
