@@ -10,6 +10,7 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
+from pmc_rag.components.claim_signals import restates_question, without_verdict
 from pmc_rag.components.section_chunker import split_sentences
 
 
@@ -51,7 +52,7 @@ class CitedAnswerBuilder:
     """
 
     def __init__(self, *, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id",
-                 specific_word_max_share: float = 0.01):
+                 specific_word_max_share: float = 0.01, show_uncited: bool = False, verdicts: str = "checked"):
         """
         :param min_support: Least support (share of a claim's content words in its cited excerpt) for a claim to
             count as supported. Below it the answer is flagged `weak_support`; if no claim reaches it, the answer
@@ -60,7 +61,16 @@ class CitedAnswerBuilder:
         :param source_id_field: The metadata field holding a document's citation id.
         :param specific_word_max_share: A word is specific when at most this share of the chunks contain it (by
             the BM25 retriever's `word_shares`): what a follow-up compares with, its answer must speak of.
+        :param show_uncited: Show sentences that carry no citation (after `CitationVerifier` tried to attach one).
+            False: they are left out and named in the notes, so every displayed sentence is a checked claim.
+        :param verdicts: The model's opening yes/no/maybe. `checked`: shown only on a sentence that is itself a
+            supported claim and not the question restated ("Yes, X improves Y" says no more than the question);
+            `none`: never shown; `model`: as the model wrote it. A verdict not shown is named in the notes.
         """
+        if verdicts not in _VERDICT_POLICIES:
+            raise ValueError(f"verdicts must be one of {', '.join(_VERDICT_POLICIES)}, not {verdicts!r}")
+        self.show_uncited = show_uncited
+        self.verdicts = verdicts
         if not 0 <= min_support <= 1 or extractive_sentences < 1 or not 0 <= specific_word_max_share <= 1:
             raise ValueError("min_support and specific_word_max_share must be between 0 and 1 and "
                              "extractive_sentences at least 1")
@@ -72,7 +82,8 @@ class CitedAnswerBuilder:
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, min_support=self.min_support, extractive_sentences=self.extractive_sentences,
                                source_id_field=self.source_id_field,
-                               specific_word_max_share=self.specific_word_max_share)
+                               specific_word_max_share=self.specific_word_max_share,
+                               show_uncited=self.show_uncited, verdicts=self.verdicts)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CitedAnswerBuilder:
@@ -126,6 +137,10 @@ class CitedAnswerBuilder:
         if cut_off:
             notes.append(f"The model's answer was cut off at its length limit: its unfinished last sentence "
                          f"(\"{cut_off}\") is left out.")
+        claims, left_out, verdict_withheld = self._displayable(question, claims)
+        if left_out:
+            notes.append(f"Left out {len(left_out)} sentence(s) that are not supported findings: " + "; ".join(
+                f"\"{text}\" ({why})" for text, why in left_out) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
         extractive = not supported
         if extractive:
@@ -133,6 +148,10 @@ class CitedAnswerBuilder:
             notes.append("The model's answer could not be checked against the sources, so this answer quotes the "
                          "most relevant passages instead." if raw_answer.strip() else
                          "No model answer was available, so this answer quotes the most relevant passages.")
+        if verdict_withheld:
+            notes.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
+                         "supports states it. Read the papers' findings " + ("quoted" if extractive else "cited")
+                         + " here instead.")
         unaddressed = self._unaddressed(question, claims, topic_question, word_shares) if topic_question else []
         if unaddressed:
             closest = [chunks[0] for chunks in by_id.values()]
@@ -166,7 +185,8 @@ class CitedAnswerBuilder:
             notes.append("Re-cited to the excerpt that supports the claim (the model had cited another paper): " +
                          "; ".join(f"[{c['number']}] instead of {', '.join(c['recited_from'])}" for c in recited) + ".")
         if removed_claims:
-            notes.append(f"Removed {len(removed_claims)} sentence(s) that the cited sources contradict: " + "; ".join(
+            notes.append(f"Removed {len(removed_claims)} sentence(s) that the cited sources contradict or do not "
+                         "speak of: " + "; ".join(
                 f"\"{r['text']}\" ({r['source_id']}: {r['reason']})" for r in removed_claims) + ".")
         if invalid_citations:
             notes.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
@@ -206,6 +226,30 @@ class CitedAnswerBuilder:
             "usage": meta.get("usage") or {},  # a streaming server may send none
         })
         return {"answer": answer.model_dump()}
+
+    def _displayable(self, question: str, claims: list[dict[str, Any]]
+                     ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], str]:
+        """The claims that may be shown, what was left out and why, and the verdict word held back ("" if none).
+        A question, or the question restated, is never shown as a finding; an uncited sentence is not shown unless
+        `show_uncited`; a verdict is kept only as `verdicts` says."""
+        shown, left_out, withheld = [], [], ""
+        for claim in _verdicts_joined(claims):
+            text = claim["text"]
+            verdict = _VERDICT.match(text)
+            if restates_question(text, question):
+                left_out.append((text, "a question, or the question restated"))
+                withheld = withheld or (verdict.group(1) if verdict else "")
+                continue
+            if not claim["cited"] and not self.show_uncited:
+                left_out.append((text, "no citation: no excerpt was found to support it"))
+                withheld = withheld or (verdict.group(1) if verdict else "")
+                continue
+            if verdict and self.verdicts != "model" and (self.verdicts == "none" or not self._supported(claim)):
+                withheld = withheld or verdict.group(1)
+                rest = without_verdict(text)
+                claim = {**claim, "text": rest[:1].upper() + rest[1:]}
+            shown.append(claim)
+        return shown, left_out, withheld
 
     def _unaddressed(self, question: str, claims: list[dict[str, Any]], topic_question: str,
                      word_shares: dict[str, float] | None) -> list[str]:
@@ -293,6 +337,9 @@ class CitedAnswerBuilder:
         }
 
 
+_VERDICT_POLICIES = ("checked", "none", "model")
+_VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)
+
 # "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
 _COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
                             re.IGNORECASE)
@@ -302,6 +349,22 @@ def _follow_up_words(question: str, topic_question: str) -> set[str]:
     """The content words a follow-up adds to its topic question (the server asks "<follow-up> (follow-up to:
     <topic>)")."""
     return content_words(question) - content_words(f"{topic_question} follow-up to")
+
+
+def _verdicts_joined(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A verdict written as a sentence of its own ("Yes.") joined to the sentence after it, which it stands or falls
+    with."""
+    joined: list[dict[str, Any]] = []
+    pending = ""
+    for claim in claims:
+        if not without_verdict(claim["text"]).strip(" .") and _VERDICT.match(claim["text"] + " "):
+            pending += claim["text"].strip() + " "
+            continue
+        joined.append({**claim, "text": pending + claim["text"]} if pending else claim)
+        pending = ""
+    if pending:
+        joined.append({"text": pending.strip(), "cited": [], "attached": [], "support": None})
+    return joined
 
 
 def _once(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:

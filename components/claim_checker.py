@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.utils import deserialize_component_inplace
 
-from pmc_rag.components.citations import by_paper, shown_text
+from pmc_rag.components.citations import by_paper, content_words, quoted_words, shown_text
 from pmc_rag.components.claim_signals import CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE
 from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
 
@@ -51,7 +51,7 @@ class ClaimChecker:
     """
 
     def __init__(self, *, judge: Any = None, remove_unsupported: bool = False, recite_margin: float | None = 0.3,
-                 source_id_field: str = "source_id"):
+                 source_id_field: str = "source_id", specific_word_max_share: float | None = None):
         """
         :param judge: A support judge component (`run(claims, evidence) -> {"judgements": [...]}`); by default
             `LexicalSupportJudge()`. In YAML: `{type: ..., init_parameters: {...}}`.
@@ -60,7 +60,15 @@ class ClaimChecker:
             better by at least this much (judge scores, 0-1): a sentence copied from one paper, cited to another
             on the same subject, shares many words with both. None: only unsupported claims are re-cited.
         :param source_id_field: The metadata field holding a document's citation id.
+        :param specific_word_max_share: Claims must name what their source names: a word of the question that at
+            most this share of the chunks contain (by the BM25 retriever's `word_shares`: a condition, a drug, a
+            population) and that the claim repeats must be in the paper's shown excerpts or title, or that paper
+            does not support the claim, whatever the judge says; a claim no paper can support then is removed.
+            None: no such rule.
         """
+        if specific_word_max_share is not None and not 0 <= specific_word_max_share <= 1:
+            raise ValueError("specific_word_max_share must be between 0 and 1 (or None)")
+        self.specific_word_max_share = specific_word_max_share
         self.judge = judge if judge is not None else LexicalSupportJudge()
         self.remove_unsupported = remove_unsupported
         self.recite_margin = recite_margin
@@ -73,7 +81,8 @@ class ClaimChecker:
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, judge=component_to_dict(obj=self.judge, name="judge"),
                                remove_unsupported=self.remove_unsupported, recite_margin=self.recite_margin,
-                               source_id_field=self.source_id_field)
+                               source_id_field=self.source_id_field,
+                               specific_word_max_share=self.specific_word_max_share)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClaimChecker:
@@ -84,10 +93,13 @@ class ClaimChecker:
         return default_from_dict(cls, data)
 
     @component.output_types(claims=list[dict[str, Any]], removed_claims=list[dict[str, Any]])
-    def run(self, claims: list[dict[str, Any]], documents: list[Document]) -> dict[str, list[dict[str, Any]]]:
+    def run(self, claims: list[dict[str, Any]], documents: list[Document],
+            word_shares: dict[str, float] | None = None) -> dict[str, list[dict[str, Any]]]:
         """
         :param claims: From `CitationVerifier`: `{"text", "cited", "attached", "support", ...}` per sentence.
         :param documents: The excerpts the model was shown.
+        :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`),
+            for `specific_word_max_share`.
         :returns: `claims`: the claims kept, each with `judgement` (supported, unsupported, unverifiable or
             unchecked), `support` (the judge's score for its citation), `reason`, `recited_from` and `dropped`;
             `removed_claims`: `{"text", "cited", "source_id", "reason", "evidence"}` per claim removed.
@@ -104,6 +116,7 @@ class ClaimChecker:
             if best is None or _rank(judgement) > _rank(best):
                 per_claim[text][source_id] = judgement
 
+        self._require_specific_words(to_judge, by_id, word_shares or {}, per_claim)
         kept, removed = [], []
         for claim in claims:
             if not claim.get("cited"):
@@ -112,6 +125,29 @@ class ClaimChecker:
             outcome = self._decide(claim, per_claim.get(claim["text"], {}))
             (removed if "removed" in outcome else kept).append(outcome.pop("removed", None) or outcome)
         return {"claims": kept, "removed_claims": removed}
+
+    def _require_specific_words(self, claims: list[dict[str, Any]], by_id: dict[str, list[Document]],
+                                word_shares: dict[str, float],
+                                per_claim: dict[str, dict[str, dict[str, Any]]]) -> None:
+        """A paper whose excerpts and title lack a specific word the claim names does not support the claim: its
+        judgement becomes a contradiction-free `unsupported` with the reason, and `absent_words` say which."""
+        if self.specific_word_max_share is None:
+            return
+        specific = [w for w, share in word_shares.items() if share <= self.specific_word_max_share and content_words(w)]
+        if not specific:
+            return
+        named_by = {source_id: content_words(" ".join([str(chunks[0].meta.get("title") or "")]
+                                                       + [shown_text(d) for d in chunks]))
+                    for source_id, chunks in by_id.items()}
+        for claim in claims:
+            said = content_words(claim["text"])
+            named = [w for w in specific if content_words(w) <= said]
+            for source_id, judgement in per_claim.get(claim["text"], {}).items():
+                absent = [w for w in named if not content_words(w) <= named_by.get(source_id, set())]
+                if absent and judgement["label"] == SUPPORTED:
+                    per_claim[claim["text"]][source_id] = {
+                        **judgement, "label": UNSUPPORTED, "score": 0.0, "absent_words": absent,
+                        "reason": f"names {quoted_words(absent)}, which this paper's excerpts do not"}
 
     def _decide(self, claim: dict[str, Any], by_source: dict[str, dict[str, Any]]) -> dict[str, Any]:
         cited = [source_id for source_id in claim["cited"] if source_id in by_source]
@@ -130,6 +166,11 @@ class ClaimChecker:
                   [s for s, j in by_source.items() if j["label"] == CONTRADICTED]
         if elsewhere and not against:  # a claim some excerpt contradicts is not re-cited to one sharing its words
             return self._kept(claim, elsewhere[:1], by_source, recited_from=claim["cited"])
+        misnamed = [s for s in cited if by_source[s].get("absent_words")]
+        if misnamed and not supporting:  # a claim about a subject its source never names is not a finding of it
+            judgement = by_source[misnamed[0]]
+            return {"removed": {"text": claim["text"], "cited": claim["cited"], "source_id": misnamed[0],
+                                "judgement": UNSUPPORTED, "reason": judgement["reason"], "evidence": ""}}
         if against or self.remove_unsupported:
             source_id = (against or cited or list(by_source))[0]
             judgement = by_source.get(source_id, {})

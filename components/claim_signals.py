@@ -21,6 +21,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from pmc_rag.components.citations import content_words
+
 # The labels every support judge gives (ClaimChecker reads them).
 SUPPORTED, CONTRADICTED, UNSUPPORTED, UNVERIFIABLE = "supported", "contradicted", "unsupported", "unverifiable"
 
@@ -79,6 +81,17 @@ def check_pairs(claims: list[str], evidence: list[str]) -> None:
     """Every support judge takes claims and evidence pairwise: refuse lists that do not pair up."""
     if len(claims) != len(evidence):
         raise ValueError(f"claims and evidence must pair up: {len(claims)} claims, {len(evidence)} evidence")
+
+
+def restates_question(sentence: str, question: str) -> bool:
+    """A question ("Does X improve Y?"), or the question restated as a statement, with or without a verdict in
+    front ("Yes, X improves Y."): every content word but one is the question's own. Such a sentence says nothing
+    the question did not, so no excerpt can be shown to support it as a finding."""
+    bare = re.sub(r"\[[^\]]*\]", "", sentence).strip()
+    if bare.rstrip(" .").endswith("?"):
+        return True
+    words = content_words(without_verdict(bare))
+    return len(words) >= 2 and len(words - content_words(question)) <= 1
 
 
 def without_verdict(claim: str) -> str:

@@ -152,6 +152,11 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                                    # gold class, it scores 1, 0, 0
                                    "accuracy_by_class": accuracy_by_class(pairs),
                                    "confusion": confusion_matrix(pairs)}
+        from pmc_rag.evaluation.trust import summarise_trust  # trust imports this module
+
+        trust = summarise_trust(answered)
+        if trust:
+            summary["trust"] = trust
         alce = [r["alce"] for r in answered if "alce" in r]
         if alce:
             summary["claims"] = {**summarise_alce(alce),

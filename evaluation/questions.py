@@ -38,6 +38,9 @@ class Question:
     # Section titles (lower-case prefixes) that hold the answer, e.g. "abstract: conclusion".
     answer_sections: list[str] = field(default_factory=list)
     id: str = ""
+    # The gold paper's own conclusion and results sentences (PubMedQA: LONG_ANSWER and the RESULTS contexts):
+    # what a quotation that answers the question quotes.
+    gold_findings: list[str] = field(default_factory=list)
 
     def is_answer_section(self, section: str | None) -> bool:
         section = str(section or "").lower()
@@ -71,7 +74,9 @@ def _from_pubmedqa(path: Path, data: dict) -> list[Question]:
         questions.append(Question(
             question=item["QUESTION"], gold_source_ids=[_source_id(str(pmid))], gold_answer=item.get("LONG_ANSWER"),
             gold_verdict=verdict if verdict in VERDICTS else None, answer_sections=["abstract: conclusion"],
-            id=str(pmid)))
+            id=str(pmid), gold_findings=[item.get("LONG_ANSWER") or ""] + [
+                text for text, label in zip(item.get("CONTEXTS") or [], item.get("LABELS") or [])
+                if "RESULT" in str(label).upper()]))
     if not questions:
         raise QuestionFileError(f"{path}: holds no questions")
     return questions

@@ -66,6 +66,24 @@ def markdown(report: dict[str, Any]) -> str:
             rows.append(row)
         lines += ["**Citations and answers**", "", *_table(header, rows), ""]
 
+    trusted = {n: e for n, e in answering.items() if e["summary"].get("trust")}
+    if trusted:
+        header = ["variant", "verdicts shown", "wrong verdicts shown", "uncited sentences shown",
+                  "questions shown as claims", "not answered", "quotation share", "quotations quoting the findings"]
+        rows = []
+        for name, entry in trusted.items():
+            t = entry["summary"]["trust"]
+            rows.append([name, str(t["verdicts_shown"]),
+                         f"{t['wrong_verdicts_shown']} ({_figure(t['wrong_verdicts_shown_rate'])})",
+                         f"{t['uncited_sentences_shown']} in {t['answers_with_uncited_sentences']} answers",
+                         str(t["questions_shown_as_claims"]), str(t["not_answered"]), _figure(t["quotation_share"]),
+                         f"{t['quotation_answers_quoting_gold_findings']} of {t['quotation_answers']} "
+                         f"({_figure(t['quotation_answers_quoting_gold_findings_rate'])})"])
+        lines += ["**What a reader is shown, judged by the gold labels** (independent of the claim checker: wrong "
+                  "verdict = a cited answer opening with a yes/no/maybe the gold label contradicts; quotations "
+                  "quoting the findings = quoting the gold paper's own conclusion or results)", "",
+                  *_table(header, rows), ""]
+
     checked = {n: e for n, e in answering.items() if "claims" in e["summary"]}
     if checked:
         header = ["variant", "statements", "citation recall", "citation precision", "unsupported", "re-cited",
@@ -82,7 +100,8 @@ def markdown(report: dict[str, Any]) -> str:
                          str(attacks.get("removed", "")) if attacks else "",
                          str(attacks.get("absent", "")) if attacks else ""])
         judge = meta.get("claim_judge", {}).get("type", "").rsplit(".", 1)[-1]
-        lines += [f"**Claims** (ALCE citation recall and precision, judged by {judge or 'the claim judge'}; "
+        lines += [f"**Claims, as the checker grades itself** (ALCE citation recall and precision, judged by "
+                  f"{judge or 'the claim judge'}, which also filtered them; "
                   "unsupported: share of cited statements its citations do not support; attacks: sentences an "
                   "adversarial generator wrote, `through` = displayed as the adversary meant)", "",
                   *_table(header, rows), ""]

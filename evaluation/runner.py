@@ -41,6 +41,7 @@ from pmc_rag.evaluation.adversaries import AdversarialChatGenerator
 from pmc_rag.evaluation.citation_quality import alce_scores, attack_outcomes
 from pmc_rag.evaluation.metrics import answer_chunk_scores, citation_scores, paper_scores, predicted_verdict, summarise
 from pmc_rag.evaluation.questions import Question, load_questions
+from pmc_rag.evaluation.trust import trust_scores
 from pmc_rag.answer_service import AnswerService
 from pmc_rag.answering import timed_run
 from pmc_rag.paths import PIPELINES_DIR, PROJECT_ROOT
@@ -198,7 +199,8 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
                                     for c in answer.get("removed_claims", [])],
                     claims_removed=len(answer.get("removed_claims", [])),
                     claims_recited=len({c["claim"] for c in answer.get("citations", []) if c.get("recited_from")}),
-                    alce=alce_scores(answer, outputs["excerpts"] or [], claim_judge or LexicalSupportJudge()))
+                    alce=alce_scores(answer, outputs["excerpts"] or [], claim_judge or LexicalSupportJudge()),
+                    trust=trust_scores(answer, question))
                 if variant.adversary:
                     _, attacks = AdversarialChatGenerator(attack=variant.adversary).plan(outputs["prompt"] or [])
                     record["attacks"] = attack_outcomes(answer, attacks)

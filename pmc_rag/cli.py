@@ -380,7 +380,7 @@ def _eval(args: argparse.Namespace) -> int:
     print(f"Database: {ensure_database().description}", file=sys.stderr)
     # One warning per question that Ollama is unreachable would bury the progress bars; each record names the
     # model that answered and those that failed.
-    logging.getLogger("haystack.components.generators.chat.fallback").setLevel(logging.ERROR)
+    logging.getLogger("pmc_rag.components.remembering_fallback_chat_generator").setLevel(logging.ERROR)
     judge = None
     if args.judge_model:
         from pmc_rag.evaluation.judge import FaithfulnessJudge

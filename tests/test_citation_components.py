@@ -67,7 +67,8 @@ def test_a_bare_bracketed_number_is_never_displayed_as_a_citation():
     assert answer["invalid_citations"] == ["[2]", "[7]", "[3,4]"] and answer["flags"]["invalid_citations_removed"]
     numbers = re.findall(r"\[[^\]]*\]", answer["answer"])
     assert numbers and set(numbers) == {"[1]"} and answer["references"][0]["source_id"] == "PMC4816447"
-    assert "Aspirin cures every cancer." in answer["answer"]  # the claim stays, uncited (no excerpt supports it)
+    # no excerpt supports the claim, so it carries no citation: it is left out, and the notes name it
+    assert "Aspirin" not in answer["answer"] and "Aspirin cures every cancer." in " ".join(answer["notes"])
 
     from pmc_rag.serving.streaming import CitationStream
 

@@ -389,3 +389,67 @@ def test_a_negated_aim_is_compared_with_the_aim():
         evidence=["To assess if the Hawkins sign can predict necrosis of the astragalus. It did in 20 of 23."]
     )["judgements"][0]
     assert judgement["label"] == "contradicted"
+
+
+# --- every displayed sentence a checked claim (issue 32) ------------------------------------------------------
+
+DEPRESSION_TRIAL = Document(id="d1", content="Acupuncture improved depression scores compared with sham acupuncture "
+                                             "in adults with major depressive disorder.",
+                            meta={"source_id": "PMC777", "title": "Acupuncture for depression"})
+
+
+def test_a_claim_naming_a_subject_its_source_never_names_is_removed_even_when_its_words_overlap():
+    """The issue's case: a verdict about hip replacement, attached to a depression trial sharing other words."""
+    question = "Does acupuncture improve outcomes after hip replacement?"
+    shares = {"acupuncture": 0.004, "improve": 0.2, "outcomes": 0.1, "hip": 0.003, "replacement": 0.006}
+    reply = "No, acupuncture does not improve outcomes after hip replacement."
+    verified = CitationVerifier(attribution_threshold=0.3).run(replies=[ChatMessage.from_assistant(reply)],
+                                                               documents=[DEPRESSION_TRIAL])
+    assert verified["claims"][0]["cited"] == ["PMC777"]  # attached by word overlap alone
+    strict = ClaimChecker(specific_word_max_share=0.01).run(claims=verified["claims"], documents=[DEPRESSION_TRIAL],
+                                                           word_shares=shares)
+    assert strict["claims"] == [] and "'hip' or 'replacement'" in strict["removed_claims"][0]["reason"]
+    lenient = ClaimChecker().run(claims=verified["claims"], documents=[DEPRESSION_TRIAL], word_shares=shares)
+    assert lenient["claims"] and not lenient["removed_claims"]  # the rule, not the judge, removed it
+    # a claim about depression, which the trial names, is still supported
+    kept = ClaimChecker(specific_word_max_share=0.01).run(
+        claims=[claim("Acupuncture improved depression scores compared with sham acupuncture.", "PMC777")],
+        documents=[DEPRESSION_TRIAL], word_shares={**shares, "depression": 0.008})
+    assert kept["claims"][0]["judgement"] == "supported"
+
+
+def built(reply: str, question: str, **settings) -> dict:
+    verified = CitationVerifier().run(replies=[ChatMessage.from_assistant(reply)], documents=EXCERPTS)
+    checked = ClaimChecker().run(claims=verified["claims"], documents=EXCERPTS)
+    return CitedAnswerBuilder(**settings).run(question=question, documents=EXCERPTS, claims=checked["claims"],
+                                              removed_claims=checked["removed_claims"],
+                                              raw_answer=verified["raw_answer"])["answer"]
+
+
+def test_the_question_restated_with_a_verdict_is_never_shown_as_a_finding():
+    question = "Does erlotinib prolong progression-free survival in EGFR-mutant lung adenocarcinoma?"
+    answer = built("Yes, erlotinib prolongs progression-free survival in EGFR-mutant lung adenocarcinoma "
+                   "[PMC4816447]. Does erlotinib cause rash? Skin rash was the most common adverse event "
+                   "[PMC4816447].", question)
+    assert answer["answer"] == "Skin rash was the most common adverse event [1]."
+    notes = " ".join(answer["notes"])
+    assert "question restated" in notes and "Does erlotinib cause rash?" in notes
+    assert "verdict (\"Yes\") is not shown" in notes
+    as_written = built("Yes, erlotinib prolongs progression-free survival in EGFR-mutant lung adenocarcinoma "
+                       "[PMC4816447].", "Is metformin safe?")  # not a restatement of this question: a finding
+    assert as_written["answer"].startswith("Yes, erlotinib prolongs")
+
+
+def test_a_verdict_stays_only_on_a_supported_claim_and_uncited_sentences_are_named_not_shown():
+    question = "Does erlotinib work in lung cancer?"
+    reply = ("Yes, erlotinib prolonged progression-free survival in EGFR-mutant lung adenocarcinoma [PMC4816447]. "
+             "By analysing early predictors we can develop targeted interventions.")
+    answer = built(reply, question)
+    assert answer["answer"] == ("Yes, erlotinib prolonged progression-free survival in EGFR-mutant lung "
+                                "adenocarcinoma [1].")
+    assert "By analysing early predictors" in " ".join(answer["notes"])
+    assert built(reply, question, verdicts="none")["answer"].startswith("Erlotinib prolonged")
+    shown = built(reply, question, show_uncited=True)["answer"]
+    assert shown.endswith("we can develop targeted interventions.")
+    with pytest.raises(ValueError, match="verdicts must be one of"):
+        CitedAnswerBuilder(verdicts="always")
