@@ -10,7 +10,7 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
-from pmc_rag.components.claim_signals import restates_question, without_verdict
+from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
 from pmc_rag.components.section_chunker import split_sentences
 
 
@@ -288,23 +288,27 @@ class CitedAnswerBuilder:
 
     def _extract(self, question: str, documents: list[Document], topic_question: str | None = None
                  ) -> list[dict[str, Any]]:
+        """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
+        result, never an aim, a caption, a method or background) that shares the question's words."""
         question_words = content_words(question) or {""}
         # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
         # side effects?".
         own_words = _follow_up_words(question, topic_question) if topic_question else set()
-        claims, used, first_overlap = [], set(), None
-        for document in documents:
-            source_id = canonical_id(str(document.meta.get(self.source_id_field, "")))
-            if source_id in used:
+        claims, first_overlap = [], None
+        for source_id, chunks in by_paper(documents, self.source_id_field).items():
+            candidates = [(sentence, _finding_rank(sentence, chunk.meta.get("section")))
+                          for chunk in chunks for sentence in split_sentences(" ".join((chunk.content or "").split()))]
+            # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
+            # captions, methods and background, which do not answer anything.
+            candidates = [(s, rank) for s, rank in candidates if len(s.split()) >= self._MIN_QUOTED_WORDS] \
+                or candidates
+            candidates = [(s, rank) for s, rank in candidates if rank > 0] or candidates
+            if not candidates:
                 continue
-            sentences = split_sentences(" ".join((document.content or "").split()))
-            # Headings and figure labels ("Survival outcome.") make poor quotations.
-            sentences = [s for s in sentences if len(s.split()) >= self._MIN_QUOTED_WORDS] or sentences
-            if not sentences:
-                continue
-            best = max(sentences, key=lambda s: (len(own_words & content_words(s)),
-                                                 len(question_words & content_words(s))))
+            best, rank = max(candidates, key=lambda c: (len(own_words & content_words(c[0])),
+                                                        min(len(question_words & content_words(c[0])), 3), c[1],
+                                                        len(question_words & content_words(c[0]))))
             overlap = len(question_words & content_words(best))
             # A further paper is quoted only when its best sentence shares as many of the question's words as the
             # first paper's (and two at least): a passage sharing fewer is about another subject. On 100 dev
@@ -312,8 +316,7 @@ class CitedAnswerBuilder:
             if first_overlap is not None and overlap < max(2, first_overlap):
                 continue
             first_overlap = overlap if first_overlap is None else first_overlap
-            claims.append({"text": best, "cited": [source_id], "attached": [], "support": 1.0})
-            used.add(source_id)
+            claims.append({"text": best, "cited": [canonical_id(source_id)], "attached": [], "support": 1.0})
             if len(claims) == self.extractive_sentences:
                 break
         return claims
@@ -335,6 +338,36 @@ class CitedAnswerBuilder:
             "page": evidence_chunk.meta.get("page"), "collection": meta.get("collection"),
             "evidence_level": meta.get("evidence_level"),
         }
+
+
+# What a quotation may be: a finding (rank 2: from a conclusion or results section, or stating one), any other
+# sentence (1), or one that answers nothing (0: an aim, a caption or table row, a method, background).
+_FINDINGS_SECTION = re.compile(r"conclu|result|finding|discussion|interpretation|summary", re.IGNORECASE)
+_NOT_A_FINDING_SECTION = re.compile(r"background|introduction|objective|aim|purpose|method|design|setting|"
+                                    r"participant|patients|intervention|outcome measure|table|figure", re.IGNORECASE)
+_CAPTION = re.compile(r"^\W*(?:table|figure|fig\.|supplementa\w*|(?:baseline |demographic )?characteristics of|"
+                      r"flow ?chart|abbreviations?)\b", re.IGNORECASE)
+_METHOD = re.compile(r"\b(?:were (?:randomi[sz]ed|enrolled|recruited|included|assigned|allocated|collected|"
+                     r"measured|analy[sz]ed|reviewed|selected|divided)|we (?:recruited|enrolled|included|"
+                     r"randomi[sz]ed|conducted|performed|used|collected|reviewed|analy[sz]ed)|data were|"
+                     r"(?:a |this )?(?:retrospective|prospective|cross-sectional) (?:study|review|analysis) of)\b",
+                     re.IGNORECASE)
+_FINDING_WORDS = re.compile(r"\b(?:suggest\w*|conclu\w*|indicat\w*|show\w*|found|demonstrat\w*|associated|"
+                            r"significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|lower|higher|no difference|"
+                            r"did not|was not|were not|effective|predict\w*|p\s*[<=]|odds ratio|hazard ratio)\b",
+                            re.IGNORECASE)
+
+
+def _finding_rank(sentence: str, section: Any) -> int:
+    """2: a finding; 1: another sentence; 0: an aim, a caption or table row, a method, or background."""
+    section = str(section or "")
+    if states_an_aim(sentence) or _CAPTION.match(sentence) or _METHOD.search(sentence):
+        return 0
+    if _FINDINGS_SECTION.search(section):
+        return 2
+    if _NOT_A_FINDING_SECTION.search(section):
+        return 0 if not _FINDING_WORDS.search(sentence) else 1
+    return 2 if _FINDING_WORDS.search(sentence) else 1
 
 
 _VERDICT_POLICIES = ("checked", "none", "model")

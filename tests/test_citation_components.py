@@ -243,9 +243,35 @@ def test_a_follow_ups_quotation_is_chosen_by_its_own_words_first():
     question = f"What about its side effects? (follow-up to: {topic})"
     quoted = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[], topic_question=topic)
     assert quoted["answer"]["answer"].startswith("Skin rash and diarrhoea were the most frequent side effects")
-    # Without the topic question, the topic's words carried in the query win: the caption is quoted.
+    # Without the topic question, the topic's words carried in the query count most, yet a caption is never
+    # quoted: it answers nothing.
     caption = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[])
-    assert caption["answer"]["answer"].startswith("Characteristics of the 46 patients")
+    assert caption["answer"]["answer"].startswith("Skin rash and diarrhoea")
+
+
+@pytest.mark.parametrize("sentence, section, rank", [
+    ("To examine whether erlotinib prolongs survival in lung cancer.", "Abstract: Objective", 0),
+    ("Characteristics of the 46 patients treated with erlotinib.", "Table 2", 0),
+    ("Patients were randomized to erlotinib or placebo for twelve weeks.", "Abstract: Methods", 0),
+    ("Lung cancer is the leading cause of cancer death worldwide.", "Abstract: Background", 0),
+    ("Erlotinib prolonged progression-free survival to 11 months.", "Abstract: Results", 2),
+    ("First-line erlotinib is a treatment of choice.", "Abstract: Conclusions", 2),
+])
+def test_quotations_are_findings_never_aims_captions_methods_or_background(sentence, section, rank):
+    from pmc_rag.components.cited_answer_builder import _finding_rank
+
+    assert _finding_rank(sentence, section) == rank
+
+
+def test_a_quotation_comes_from_the_papers_conclusion_not_its_aim_though_the_aim_shares_more_words():
+    paper = {"source_id": "PMID:1"}
+    aim = Document(id="o", content="To assess whether statins reduce the risk of dementia in older adults with "
+                                   "high blood pressure.", meta={**paper, "section": "Abstract: Objective"})
+    conclusion = Document(id="c", content="Statin use was associated with a lower risk of dementia in this "
+                                          "cohort.", meta={**paper, "section": "Abstract: Conclusions"})
+    answer = CitedAnswerBuilder().run(question="Do statins reduce the risk of dementia in older adults?",
+                                      documents=[aim, conclusion], claims=[])["answer"]
+    assert answer["answer"].startswith("Statin use was associated with a lower risk of dementia")
 
 
 def test_context_truncation_is_reported():
