@@ -31,6 +31,10 @@ class RelevanceGate:
     treatment-resistant depression?", answered by excerpts on depression that never mention stimulation) needs
     `min_similarity_with_absent_words`: the excerpts are about part of the question only.
 
+    With `specific_words_together`, the question's specific words must also all be named by one paper (its
+    excerpts let through, or its title): "Do statins prevent dementia?" is not answered by a statin trial and a
+    dementia cohort, each close to half of it.
+
     Usage:
     ```python
     gate = RelevanceGate(min_similarity=0.5)
@@ -42,7 +46,8 @@ class RelevanceGate:
 
     def __init__(self, *, min_similarity: float = 0.5, max_gap: float | None = None, closest_papers: int = 3,
                  min_similarity_with_unknown_words: float | None = None,
-                 min_similarity_with_absent_words: float | None = None, specific_word_max_share: float = 0.01):
+                 min_similarity_with_absent_words: float | None = None, specific_word_max_share: float = 0.01,
+                 specific_words_together: bool = False):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -54,6 +59,8 @@ class RelevanceGate:
         :param min_similarity_with_absent_words: The least similarity instead, when some of the question's specific
             words are in none of the excerpts let through; None: absent words change nothing.
         :param specific_word_max_share: A word is specific when at most this share of the chunks contain it.
+        :param specific_words_together: Whatever the similarity, answer only when one paper names all the question's
+            specific words (in its excerpts let through or its title).
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words)
         if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or (
@@ -65,6 +72,7 @@ class RelevanceGate:
         self.min_similarity_with_unknown_words = min_similarity_with_unknown_words
         self.min_similarity_with_absent_words = min_similarity_with_absent_words
         self.specific_word_max_share = specific_word_max_share
+        self.specific_words_together = specific_words_together
         self.max_gap = max_gap
         self.closest_papers = closest_papers
 
@@ -73,7 +81,8 @@ class RelevanceGate:
                                closest_papers=self.closest_papers,
                                min_similarity_with_unknown_words=self.min_similarity_with_unknown_words,
                                min_similarity_with_absent_words=self.min_similarity_with_absent_words,
-                               specific_word_max_share=self.specific_word_max_share)
+                               specific_word_max_share=self.specific_word_max_share,
+                               specific_words_together=self.specific_words_together)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
@@ -105,6 +114,7 @@ class RelevanceGate:
             if self.min_similarity_with_unknown_words is not None else []
         needed = max(self.min_similarity, self.min_similarity_with_unknown_words) if unknown else self.min_similarity
         absent: list[str] = []
+        apart: list[str] = []
         if documents and best is not None and best >= needed:
             kept = documents
             if self.max_gap is not None and not topic_question:
@@ -114,7 +124,9 @@ class RelevanceGate:
                         or similarity >= best - self.max_gap] or documents
             if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
                 absent = self._absent_words(word_shares or {}, kept, asked)
-            if not absent:
+            apart = self._named_apart(word_shares or {}, kept, asked) if self.specific_words_together and \
+                not absent else []
+            if not absent and not apart:
                 return {"documents": kept}
         closest, seen = [], set()
         for document in sorted(scored, key=lambda d: -d.score):
@@ -129,10 +141,29 @@ class RelevanceGate:
         elif absent:
             why = (f"None of the closest passages mentions {quoted_words(absent)}: they match only part of the "
                    "question, and none is close enough to the whole of it to answer it.")
+        elif apart:
+            why = (f"No paper found names {' and '.join(repr(w) for w in apart)} together: the closest papers are "
+                   "each about part of the question.")
         else:
             why = "No indexed passage is close enough to the question to answer it."
         return {"unanswered": closest, "why_unanswered": why}
 
+
+    def _named_apart(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
+        """The question's specific words when no one paper's excerpts and title name them all, else []."""
+        specific = [w for w, share in word_shares.items()
+                    if share <= self.specific_word_max_share and w.lower() not in asked and content_words(w)]
+        if not specific:
+            return []
+        texts: dict[str, list[str]] = {}
+        for document in excerpts:
+            source_id = canonical_id(str(document.meta.get("source_id", "")))
+            texts.setdefault(source_id, [str(document.meta.get("title") or "")]).append(document.content or "")
+        for parts in texts.values():
+            stems = content_words(" ".join(parts))
+            if all(content_words(w) <= stems for w in specific):
+                return []
+        return specific
 
     def _absent_words(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
         """The question's specific words (a follow-up's topic question's aside) that no excerpt contains, stemmed."""

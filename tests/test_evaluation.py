@@ -300,3 +300,27 @@ def test_unanswerable_check_counts_refusals_per_set_without_asking_a_model(eval_
 def _written(path, data):
     path.write_text(json.dumps(data))
     return path
+
+
+def test_what_a_reader_is_shown_is_judged_by_the_gold_label_and_the_gold_findings():
+    from pmc_rag.evaluation.questions import Question
+    from pmc_rag.evaluation.trust import summarise_trust, trust_scores
+
+    question = Question(question="Is first-line erlotinib effective in EGFR-mutant lung cancer?",
+                        gold_source_ids=["PMC1"], gold_verdict="no",
+                        gold_findings=["Erlotinib did not prolong survival. Rash occurred in 80% of patients."])
+    restated = trust_scores({"answer": "Yes, first-line erlotinib is effective in EGFR-mutant lung cancer [1]. "
+                                       "We can develop targeted interventions.", "references": [{}], "flags": {}},
+                            question)
+    assert restated["wrong_verdict_shown"] and restated["uncited_sentences"] == [
+        "We can develop targeted interventions."]
+    assert restated["questions_shown"] == ["Yes, first-line erlotinib is effective in EGFR-mutant lung cancer [1]."]
+    uncited_verdict = trust_scores({"answer": "No, it is not effective.", "references": [], "flags": {}}, question)
+    assert not uncited_verdict["wrong_verdict_shown"]  # right, and uncited anyway
+    quoted = trust_scores({"answer": "Erlotinib did not prolong survival [1]. To examine whether erlotinib "
+                                     "works in lung cancer [2].", "references": [{}, {}],
+                           "flags": {"extractive_fallback": True}}, question)
+    assert (quoted["quotes"], quoted["quotes_answering"]) == (2, 1) and quoted["uncited_sentences"] == []
+    summary = summarise_trust([{"trust": restated}, {"trust": uncited_verdict}, {"trust": quoted}])
+    assert summary["wrong_verdicts_shown"] == 1 and summary["uncited_sentences_shown"] == 2
+    assert summary["quotation_answers_quoting_gold_findings"] == 1 and summary["quotation_share"] == 1 / 3

@@ -92,3 +92,25 @@ def test_a_question_whose_specific_words_no_excerpt_mentions_needs_a_closer_matc
     assert RelevanceGate(min_similarity=0.5).run(documents=about_depression, scored=about_depression,
                                                  word_shares=shares) == {"documents": about_depression}
     assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
+
+
+def test_with_specific_words_together_one_paper_must_name_them_all_however_close_the_excerpts():
+    gate = RelevanceGate(min_similarity=0.5, specific_words_together=True)
+    statins = Document(id="s", content="Statins lowered LDL cholesterol in older adults.", score=0.8,
+                       meta={"source_id": "PMC1", "title": "Statins in the elderly"})
+    dementia = Document(id="d", content="Dementia incidence rose with age in this cohort.", score=0.78,
+                        meta={"source_id": "PMC2", "title": "A dementia cohort"})
+    shares = {"statins": 0.004, "prevent": 0.03, "dementia": 0.005}
+    apart = gate.run(documents=[statins, dementia], scored=[statins, dementia], word_shares=shares)
+    assert "documents" not in apart and apart["why_unanswered"].startswith(
+        "No paper found names 'statins' and 'dementia' together")
+    both = Document(id="b", content="Statin use was associated with less dementia.", score=0.7,
+                    meta={"source_id": "PMC3", "title": "Statins and cognition"})
+    assert gate.run(documents=[statins, both], scored=[statins, both], word_shares=shares) == {
+        "documents": [statins, both]}
+    titled = Document(id="t", content="Use was associated with less decline.", score=0.7,
+                      meta={"source_id": "PMC4", "title": "Statins and dementia"})  # the title names them
+    assert "documents" in gate.run(documents=[titled], scored=[titled], word_shares=shares)
+    assert "documents" in RelevanceGate(min_similarity=0.5).run(documents=[statins, dementia],
+                                                                scored=[statins, dementia], word_shares=shares)
+    assert RelevanceGate.from_dict(gate.to_dict()).specific_words_together
