@@ -463,7 +463,7 @@ def test_an_mcp_client_lists_and_calls_both_tools(serve_config, pg_conn_str):
                           {**os.environ, "PG_CONN_STR": pg_conn_str, "PMC_RAG_API_KEY": "k1"})
     url = f"http://127.0.0.1:{port}/mcp"
 
-    async def session_calls() -> tuple[list, dict, dict, Any, Any]:
+    async def session_calls() -> tuple[list, dict, dict, Any, Any, dict, list, Any]:
         http = httpx.AsyncClient(headers={"Authorization": "Bearer k1"}, timeout=300)
         async with http, streamable_http_client(url, http_client=http) as (read, write, _):
             async with ClientSession(read, write) as session:
@@ -472,13 +472,26 @@ def test_an_mcp_client_lists_and_calls_both_tools(serve_config, pg_conn_str):
                 found = await session.call_tool("search_literature", {"question": "erlotinib skin rash", "top_k": 3})
                 answered = await session.call_tool("answer_with_citations", {"question": QUESTION})
                 crisis = await session.call_tool("answer_with_citations", {"question": "i feel suicidal"})
+                # what an attacker (or a confused agent) sends: each a clear error, and the server goes on
+                hostile = {
+                    "number": await session.call_tool("answer_with_citations", {"question": 42}),
+                    "huge": await session.call_tool("search_literature", {"question": "why " * 500}),
+                    "missing": await session.call_tool("search_literature", {}),
+                    "top_k": await session.call_tool("search_literature", {"question": "rash", "top_k": "five"}),
+                    "unknown tool": await session.call_tool("drop_all_tables", {"question": "x"}),
+                }
+                together = await asyncio.gather(*(session.call_tool(
+                    "search_literature", {"question": f"erlotinib rash {n}", "top_k": 2}) for n in range(8)))
+                after = await session.call_tool("search_literature", {"question": "erlotinib skin rash", "top_k": 1})
                 empty = await session.call_tool("search_literature", {"question": "  "})
                 return (tools, json.loads(found.content[0].text), json.loads(answered.content[0].text), empty,
-                        json.loads(crisis.content[0].text))
+                        json.loads(crisis.content[0].text), hostile, together, after)
 
     try:
         assert httpx.post(url, json={}).status_code == 401  # the same key as every other route
-        tools, found, answered, empty, crisis = asyncio.run(session_calls())
+        huge_body = httpx.post(url, headers={"Authorization": "Bearer k1"}, content=b"{" + b" " * 100_000 + b"}")
+        assert huge_body.status_code == 413  # refused at the door, before MCP parses it
+        tools, found, answered, empty, crisis, hostile, together, after = asyncio.run(session_calls())
     finally:
         stop_server(server)
     by_name = {tool.name: tool for tool in tools}
@@ -493,6 +506,15 @@ def test_an_mcp_client_lists_and_calls_both_tools(serve_config, pg_conn_str):
     assert answered["references"][0]["source_id"] == "PMC4816447" and answered["references"][0]["supporting_sentence"]
     assert empty.isError and "`question` is empty" in empty.content[0].text
     assert crisis["kind"] == "emergency" and "988" in crisis["answer"] and not crisis["references"]
+    for case, result in hostile.items():
+        assert result.isError, case
+    texts = {case: result.content[0].text for case, result in hostile.items()}
+    assert "not of type 'string'" in texts["number"], texts["number"]  # the MCP layer checks the schema first
+    assert "characters; the limit is" in texts["huge"], texts["huge"]
+    assert "question" in texts["missing"] and "drop_all_tables" in texts["unknown tool"], texts
+    assert "top_k" in texts["top_k"] or "'five'" in texts["top_k"], texts["top_k"]
+    assert not any(result.isError for result in together)
+    assert json.loads(after.content[0].text)["chunks"]  # the server still answers
 
 
 def serve_config_with_tools(serve_config) -> Any:
