@@ -236,8 +236,11 @@ class CitedAnswerBuilder:
         for claim in _verdicts_joined(claims):
             text = claim["text"]
             verdict = _VERDICT.match(text)
-            if restates_question(text, question):
-                left_out.append((text, "a question, or the question restated"))
+            why = ("a question, or the question restated" if restates_question(text, question) else
+                   "about the excerpts, not a finding" if _ABOUT_THE_EXCERPTS.search(text) else
+                   "what a study set out to do, not a finding" if states_an_aim(without_verdict(text)) else None)
+            if why:
+                left_out.append((text, why))
                 withheld = withheld or (verdict.group(1) if verdict else "")
                 continue
             if not claim["cited"] and not self.show_uncited:
@@ -295,6 +298,13 @@ class CitedAnswerBuilder:
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
         # side effects?".
         own_words = _follow_up_words(question, topic_question) if topic_question else set()
+        claims = self._quotations(question_words, own_words, documents, findings_only=True)
+        # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
+        # reader sees what was found (the note says these are passages, not an answer)
+        return claims or self._quotations(question_words, own_words, documents, findings_only=False)
+
+    def _quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
+                    findings_only: bool) -> list[dict[str, Any]]:
         claims, first_overlap = [], None
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
             candidates = [(sentence, _finding_rank(sentence, chunk.meta.get("section")))
@@ -303,9 +313,9 @@ class CitedAnswerBuilder:
             # captions, methods and background, which do not answer anything.
             candidates = [(s, rank) for s, rank in candidates if len(s.split()) >= self._MIN_QUOTED_WORDS] \
                 or candidates
+            if not candidates or (findings_only and not any(rank > 0 for _, rank in candidates)):
+                continue  # nothing here answers anything: no quotation from this paper
             candidates = [(s, rank) for s, rank in candidates if rank > 0] or candidates
-            if not candidates:
-                continue
             best, rank = max(candidates, key=lambda c: (len(own_words & content_words(c[0])),
                                                         min(len(question_words & content_words(c[0])), 3), c[1],
                                                         len(question_words & content_words(c[0]))))
@@ -369,6 +379,13 @@ def _finding_rank(sentence: str, section: Any) -> int:
         return 0 if not _FINDING_WORDS.search(sentence) else 1
     return 2 if _FINDING_WORDS.search(sentence) else 1
 
+
+# "The excerpts do not answer the question", "The excerpt states that ...": a remark on the prompt, not a finding.
+_ABOUT_THE_EXCERPTS = re.compile(
+    r"\bexcerpts?\b|\baccording to the (?:passages?|context|sources?|texts?)\b|"
+    r"\b(?:the|these|this|provided|given) (?:passages?|context|texts?|sources?|abstracts?) (?:do|does|did)?\s*"
+    r"(?:not\s+)?(?:answer|mention|state|say|provide|discuss|contain|address|describe|report|indicate|suggest|"
+    r"show|specify)", re.IGNORECASE)
 
 _VERDICT_POLICIES = ("checked", "none", "model")
 _VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)

@@ -453,3 +453,12 @@ def test_a_verdict_stays_only_on_a_supported_claim_and_uncited_sentences_are_nam
     assert shown.endswith("we can develop targeted interventions.")
     with pytest.raises(ValueError, match="verdicts must be one of"):
         CitedAnswerBuilder(verdicts="always")
+
+
+def test_remarks_on_the_excerpts_and_aims_are_not_findings():
+    question = "Can tailored interventions increase mammography use?"
+    answer = built("No, the excerpts do not answer the question [PMC4816447]. To describe erlotinib in lung "
+                   "adenocarcinoma [PMC4816447]. Skin rash was the most common adverse event [PMC4816447].", question)
+    assert answer["answer"] == "Skin rash was the most common adverse event [1]."
+    notes = " ".join(answer["notes"])
+    assert "about the excerpts, not a finding" in notes and "what a study set out to do" in notes
