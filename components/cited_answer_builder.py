@@ -145,7 +145,9 @@ class CitedAnswerBuilder:
         extractive = not supported
         if extractive:
             claims = self._extract(question, documents, topic_question)
-            notes.append("The model's answer could not be checked against the sources, so this answer quotes the "
+            notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
+                         "the papers' findings instead." if left_out and raw_answer.strip() else
+                         "The model's answer could not be checked against the sources, so this answer quotes the "
                          "most relevant passages instead." if raw_answer.strip() else
                          "No model answer was available, so this answer quotes the most relevant passages.")
         if verdict_withheld:
