@@ -447,6 +447,31 @@ def test_the_built_in_page_streams_cited_answers_in_a_browser(serve_config, pg_c
         while "emergency number" not in crisis.text and time.monotonic() < deadline:
             time.sleep(0.2)
         assert "emergency number" in crisis.text and not crisis.find_elements(By.CSS_SELECTOR, ".references li")
+
+        # Markup and script in a document's title and text, as an uploaded file or a paper could carry them: shown
+        # as text, nothing runs, nothing is fetched.
+        import httpx
+
+        hostile = (b"<img src=/fetched-by-title onerror=\"window.__pwned='title'\">Quokkaflu vaccine trial"
+                   b"<script>window.__pwned='script'</script>\n\nThe quokkaflu vaccine reduced quokkaflu infections "
+                   b"by half in adults <b onmouseover=\"window.__pwned='hover'\">compared with placebo</b> "
+                   b"<img src=/fetched-by-text onerror=\"window.__pwned='text'\">. The quokkaflu vaccine was well "
+                   b"tolerated in adults and reduced quokkaflu infections.")
+        stored = httpx.post(f"http://127.0.0.1:{port}/collections/hostile/documents", timeout=300,
+                            headers={"Authorization": "Bearer k1"}, files=[("files", ("hostile.txt", hostile))])
+        assert stored.status_code == 200, stored.text
+        try:
+            browser.find_element(By.ID, "year-from").clear()  # an uploaded text file has no year
+            ask("Does the quokkaflu vaccine reduce quokkaflu infections in adults?")
+            _wait_for(browser, ".turn:nth-of-type(5) .meta")
+            shown = browser.find_elements(By.CSS_SELECTOR, ".turn")[-1]
+            assert "quokkaflu" in shown.text.lower() and "<img" in shown.text  # the markup, as text
+            assert not shown.find_elements(By.CSS_SELECTOR, "img, script, b, [onerror], [onmouseover]")
+            assert browser.execute_script("return window.__pwned === undefined")
+            fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+            assert not [url for url in fetched if "fetched-by" in url], fetched
+        finally:
+            httpx.delete(f"http://127.0.0.1:{port}/collections/hostile", headers={"Authorization": "Bearer k1"})
     finally:
         stop_server(server)
 
