@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
+import string
 from dataclasses import replace
 
 import bm25s
@@ -111,6 +113,15 @@ def test_long_questions_and_sql_in_the_text_are_harmless(pubmedqa_retriever):
     pubmedqa_retriever.run(query=hostile)  # its words ("drop", "table") may match; it must not run as SQL
     assert pubmedqa_retriever.document_store.count_documents() > 4000
     assert pubmedqa_retriever.run(query="")["documents"] == []
+
+
+def test_thousands_of_distinct_words_or_one_enormous_token_are_answered_not_a_crash(pubmedqa_retriever):
+    rng = random.Random(31)
+    many = " ".join("".join(rng.choice(string.ascii_lowercase) for _ in range(9)) for _ in range(5000))
+    found = pubmedqa_retriever.run(query=many + " intubation helicopter airway")
+    assert found["documents"] and len(found["unknown_words"]) == 5000  # the rare words score; the rest are named
+    assert pubmedqa_retriever.run(query="x" * 1_000_000)["documents"] == []  # no chunk has it; nothing breaks
+    assert pubmedqa_retriever.run(query="intubation helicopter")["documents"]  # and the next question is answered
 
 
 def test_filters_apply_before_top_k(pubmedqa_retriever):
