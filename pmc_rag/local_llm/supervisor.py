@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError
 from urllib.parse import urlparse
@@ -327,8 +328,10 @@ class LocalModelServer:
         within `within_s`. A killed server's connections close while the kernel is still tearing it down, before
         its exit status can be read; on a busy machine that gap is long enough to be seen as a bare connection
         error, so the exit is waited for rather than guessed at."""
-        if self.process is None or self.process.poll() is not None or self._safe_health(timeout=1.0) is not None:
-            return self.process is not None and self.process.poll() is not None
+        if self.process is None or self.process.poll() is not None:
+            return self.process is not None
+        if not _exiting(self.process.pid):  # alive: hung or busy, which the watcher and the health check tell
+            return False
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=within_s)
         return self.process.poll() is not None
@@ -396,10 +399,13 @@ class LocalModelServer:
                 return
             log.error("local model server (pid %s) has not answered %d health checks: killing it",
                       self.process.pid, self._unanswered_checks)
+            with self._exit_lock:  # the kill is this incident: a request failing meanwhile must not record it
+                self._recorded_pid = self.process.pid  # again as a bare "killed by SIGKILL"
+                self.last_exit = (f"hung (it stopped answering: {self._unanswered_checks} health checks "
+                                  f"unanswered), so it was killed")
+                self._incidents.append((time.time(), self.last_exit))
             self.process.kill()
             self.process.wait(timeout=10)
-            self.last_exit = f"hung (no answer to {self._unanswered_checks} health checks): killed"
-            self._incidents.append((time.time(), self.last_exit))
         elif self.process is not None:
             self._record_exit()
             log.error("local model server died: %s; log: %s", self.last_exit, self.log_path)
@@ -410,6 +416,16 @@ class LocalModelServer:
         with contextlib.suppress(LocalModelError):
             self.ensure_running()
         self._cached_health = self._safe_health()
+
+
+def _exiting(pid: int) -> bool:
+    """Whether the kernel is tearing the process down (PF_EXITING in /proc/<pid>/stat, or a zombie): its sockets
+    may already be closed though its exit status cannot be read yet."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return Path("/proc/self").exists()  # gone already (the wait that follows is short); without /proc: unknown
+    return fields[0] in ("Z", "X") or bool(int(fields[6]) & 0x4)
 
 
 def describe_exit(code: int | None) -> str:
