@@ -114,7 +114,8 @@ def test_without_its_model_the_check_still_decides_by_the_rules_and_says_so_once
     monkeypatch.setattr(ExemplarLayer, "load", classmethod(lambda cls: (_ for _ in ()).throw(OSError("no model"))))
     with caplog.at_level(logging.WARNING, logger="pmc_rag.serving.crisis"):
         assert check_crisis("I want to kill myself").crisis
-        assert not check_crisis("What is known about asthma?").crisis
+        assert not check_crisis("my arm feels odd today").crisis  # the rules see none; the exemplars are gone
+        assert not check_crisis("my leg feels odd today").crisis
     assert [r.message for r in caplog.records].count(
         "crisis check: the exemplar layer could not be loaded (no model); the rules alone decide") == 1
 
@@ -130,7 +131,11 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     aside = report["counts"]["fresh_4"]["rules + exemplars"]
     assert aside.get("false_alarms", 0) <= 0.15 * aside["not_crises"]
     assert report["counts"]["pubmedqa_dev_odd"]["rules + exemplars"].get("false_alarms", 0) <= 5  # of 250
-    assert report["time_ms"]["p95"] < 100
+
+@pytest.mark.parametrize("message", ["Why would this stream fail?", "my code crashed", "The server is down",
+                                     "What is the capital of France?", "tell me more"])
+def test_messages_on_other_things_are_not_sent_to_the_exemplars(message):
+    assert not check_crisis(message).crisis
 
 
 def test_answers_to_personal_questions_say_they_are_not_medical_advice_and_personal_data_is_removed():

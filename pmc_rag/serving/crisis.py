@@ -114,7 +114,7 @@ _CATEGORIES: dict[str, tuple[str, str]] = {
         r"i have a plan|have pills saved|locked (?:himself|herself) in",
         r"suicid\w*|self[- ]harm\w*|selbstmord|suizid\w*|suicidio"),
     "overdose_poisoning": (
-        r"overdosed|od'?d|took (?:too (?:much|many)|(?:a )?(?:whole|full) (?:pack|bottle|box)|\d+ (?:tablets|pills))|"
+        r"overdosed|od'd|took (?:too (?:much|many)|(?:a )?(?:whole|full) (?:pack|bottle|box)|\d+ (?:tablets|pills))|"
         r"swallowed|drank (?:bleach|antifreeze|\w+ by mistake)|ate (?:a|some|\w+ of)? ?\w* ?(?:pills|tablets|"
         r"detergent|pod|bleach|batter(?:y|ies))|(?:ate|eaten) a handful|double (?:my|his|her) \w* ?dose|"
         r"way too much|too much (?:heroin|fentanyl|\w+)|avale|geschluckt|se tomo|trago",
@@ -217,7 +217,7 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None) -> Cris
         where its model cannot be loaded.
     """
     decision = check_crisis_by_rules(message)
-    if decision.crisis or decision.reason == _RESEARCH_REASON:
+    if decision.crisis or decision.reason == _RESEARCH_REASON or not _DANGER_HINT.search(normalise(message)):
         return decision
     layer = exemplars if exemplars is not None else exemplar_layer()
     category = layer.nearest_crisis(message) if layer is not None else None
@@ -227,6 +227,25 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None) -> Cris
 
 
 _RESEARCH_REASON = "reads as research"
+
+# The exemplar layer is asked only about a message with a word of danger, a body or a means of harm in it: short
+# messages on anything else ("my code crashed", "Why would this stream fail?") sit as near the conversational crisis
+# exemplars as the formal research ones do, and were called crises.
+_DANGER_HINT = re.compile(
+    r"\b(?:di(?:e|es|ed|ing)|dead|death|kill\w*|suicid\w*|life|live|living|alive|hurt\w*|harm\w*|cut\w*|blood\w*|"
+    r"bleed\w*|breath\w*|chest|heart\w*|pain\w*|hurts|pills?|tablets?|medicine\w*|meds|drugs?|overdos\w*|drank|drunk|"
+    r"swallow\w*|ate|eaten|poison\w*|chemical\w*|bleach|fell|fall\w*|collaps\w*|faint\w*|unconscious|"
+    r"conscious\w*|respond\w*|wake|awake|sleepy|drowsy|confused|seiz\w*|fit|fits|fitting|shak\w*|convuls\w*|"
+    r"jerk\w*|stroke|face|arm|leg|speech|speak\w*|talk\w*|numb\w*|weak\w*|vision|swell\w*|swollen|puff\w*|"
+    r"allerg\w*|sting|stung|hives|itch\w*|throat|tongue|lips?|pregnan\w*|baby|labou?r|waters|contraction\w*|"
+    r"vomit\w*|sick|dizzy|pulse|blue|pale|chok\w*|gasp\w*|wheez\w*|drown\w*|burn\w*|fever|head|rope|gun|knife|"
+    r"blade|bridge|jump\w*|hang\w*|goodbye|letters?|plan|wrists?|veins?|emergency|ambulance|help|hospital|"
+    r"mourir|vivre|tuer|sang|saigne\w*|respir\w*|poitrine|douleur|enceinte|bebe|connaissance|avale|"
+    # German joins words ("Schlaftabletten", "Brustschmerzen"): its danger words count inside others too
+    r"\w*(?:sterben|leben|umbringen|blut|atme|atmen|luft|brust|schmerz|schwanger|tabletten|medikament|bewusst|"
+    r"krampf|gift)\w*|"
+    r"morir|vida|matar\w*|sangr\w*|respirar|pecho|dolor|embarazada|pastillas|desmay\w*|convulsi\w*|ahog\w*|"
+    r"venas|duele|cara|hablar)\b")
 
 
 def check_crisis_by_rules(message: str) -> CrisisDecision:
