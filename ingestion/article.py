@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
-from haystack import Document
+from typing import TYPE_CHECKING, Any
 
 from pmc_rag.ingestion.evidence import classify_evidence
+
+if TYPE_CHECKING:  # Haystack takes 1.5 s to import; a reader of files (the contained upload reader) needs none of it
+    from haystack import Document
 
 
 @dataclass
@@ -105,6 +106,8 @@ class Article:
 
     def section_documents(self) -> list[Document]:
         """One Document per non-empty section, in reading order, each with the article's metadata."""
+        from haystack import Document
+
         base = self.metadata()
         documents = []
         for index, section in enumerate(s for s in self.sections if s.text.strip()):

@@ -21,6 +21,9 @@ from pmc_rag.ingestion.article import Article, Section, normalise_space
 from pmc_rag.ingestion.xml import IngestError
 
 PDF_SUFFIXES = (".pdf",)
+# A PDF longer than this is a book or a file built to keep the reader busy (pages cost a few bytes each when they
+# share one content stream); either way it should be split first.
+MAX_PDF_PAGES = 2000
 TEXT_SUFFIXES = (".txt", ".md", ".text")
 
 # Collection names: what `--collection` and the upload route accept.
@@ -71,6 +74,9 @@ def _pdf(path: Path, data: bytes) -> Article:
         raise IngestError(f"{source}: the PDF cannot be read ({error}); it may be damaged or cut short, so "
                           "export or download it again") from None
     try:
+        if len(pdf) > MAX_PDF_PAGES:
+            raise IngestError(f"{source}: the PDF has {len(pdf)} pages; pmc-rag reads at most {MAX_PDF_PAGES} "
+                              "pages per PDF, so split it (e.g. by chapter) and upload the parts")
         pages = []
         for number in range(len(pdf)):
             page = pdf[number]

@@ -96,6 +96,26 @@ def ingest(
     files, problems = expand_paths(paths)
     report.files = len(files)
     report.skipped += [str(p) for p in problems]
+    return _ingest(_articles(files, report, collection), pipeline, report, started, dry_run=dry_run,
+                   batch_words=batch_words, window_articles=window_articles, progress=progress)
+
+
+def ingest_articles(articles: Iterable[Article], pipeline: Pipeline, *, batch_words: int = 20_000,
+                    collection: str | None = None) -> IngestReport:
+    """Ingest articles already read (an upload's, read in a contained process), without a progress bar."""
+    if collection is not None:
+        check_collection(collection)
+    collected = []
+    for article in articles:
+        article.collection = collection or article.collection
+        collected.append(article)
+    report = IngestReport()
+    return _ingest(iter(collected), pipeline, report, time.perf_counter(), batch_words=batch_words,
+                   window_articles=max(len(collected), 1), progress=False)
+
+
+def _ingest(articles: Iterator[Article], pipeline: Pipeline, report: IngestReport, started: float, *,
+            dry_run: bool = False, batch_words: int, window_articles: int, progress: bool) -> IngestReport:
     entry = entry_socket(pipeline)
     if not dry_run:
         pipeline.warm_up()
@@ -107,7 +127,6 @@ def ingest(
     # and words keep the time estimate honest whatever the mix.
     bar = tqdm(total=0, unit="word", unit_scale=True, disable=not progress, dynamic_ncols=True, desc="Ingesting")
     try:
-        articles = _articles(files, report, collection)
         while window := list(islice(articles, window_articles)):
             sized = [(article, _words(article)) for article in _latest_copies(window, report)]
             bar.total += sum(words for _, words in sized)

@@ -386,13 +386,14 @@ async def _run_watching_for_disconnect(app: Any, scope: dict, body: bytes, recei
 
 def _with_request_id(send: Any, request_id: str, what: str) -> Any:
     """`send`, adding an X-Request-ID header to the response, and replacing any 5xx but our own 503s and 504s
-    (whose messages are written for clients) by one that shows no internals (Hayhooks' own 500s carry exception text)."""
+    and 507s (whose messages are written for clients) by one that shows no internals (Hayhooks' own 500s carry
+    exception text)."""
     replaced = False
 
     async def send_checked(message: dict) -> None:
         nonlocal replaced
         if message["type"] == "http.response.start":
-            if message["status"] >= 500 and message["status"] not in (503, 504):
+            if message["status"] >= 500 and message["status"] not in (503, 504, 507):
                 replaced = True
                 log.error("%s status=%d request_id=%s (the client was shown no details)", what, message["status"],
                           request_id)

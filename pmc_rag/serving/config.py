@@ -37,6 +37,9 @@ class Endpoint:
     mcp_tool: str | None = None  # the endpoint as a tool of the MCP server at /mcp, under this name
 
 
+UPLOAD_KEYS = {"pipeline", "max_bytes", "max_files", "read_timeout_s", "read_memory_mb", "max_text_chars"}
+
+
 @dataclass(frozen=True)
 class ServeConfig:
     endpoints: tuple[Endpoint, ...]
@@ -60,6 +63,12 @@ class ServeConfig:
     # and the largest request body taken.
     upload_pipeline: Path | None = None
     max_upload_bytes: int = 20_000_000
+    max_upload_files: int = 50
+    # Each uploaded file is read in a child process with these limits (a file built to exhaust the reader
+    # stops there, not in the server), and an upload may hold at most `max_upload_text_chars` of text.
+    upload_read_timeout_s: float = 60
+    upload_read_memory_mb: int = 1024
+    max_upload_text_chars: int = 10_000_000
     source: Path = field(default=PROJECT_ROOT / "hayhooks.yml")
 
     @property
@@ -86,6 +95,9 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
     conversations = _section(data, "conversations", source)
     cache = _section(data, "cache", source)
     uploads = _section(data, "uploads", source)
+    unknown_upload_keys = sorted(set(uploads) - UPLOAD_KEYS)
+    if unknown_upload_keys:
+        raise ServeConfigError(f"{source}: uploads: unknown {unknown_upload_keys}; choose from {sorted(UPLOAD_KEYS)}")
     endpoints = data.get("endpoints") or []
     if not isinstance(endpoints, list) or not endpoints:
         raise ServeConfigError(f"{source}: `endpoints` must list at least one endpoint (name, pipeline, kind)")
@@ -116,6 +128,10 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         workers=max(1, int(_number(server, "workers", 1, source, "server"))),
         upload_pipeline=_pipeline_path(uploads.get("pipeline"), source, "uploads.pipeline"),
         max_upload_bytes=int(_number(uploads, "max_bytes", 20_000_000, source, "uploads")),
+        max_upload_files=int(_number(uploads, "max_files", 50, source, "uploads")),
+        upload_read_timeout_s=float(_number(uploads, "read_timeout_s", 60, source, "uploads")),
+        upload_read_memory_mb=int(_number(uploads, "read_memory_mb", 1024, source, "uploads")),
+        max_upload_text_chars=int(_number(uploads, "max_text_chars", 10_000_000, source, "uploads")),
         source=source,
     )
 

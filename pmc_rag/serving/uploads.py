@@ -5,12 +5,15 @@
     DELETE /collections/<name>             its chunks go, and their terms leave the BM25 statistics
 
 An upload is all or nothing: every file is read and checked first (type, size, empty, encrypted or damaged PDF,
-a scan with no text), and one bad file is a 4xx that names it and its problem, with nothing stored. Then the files
-go through the same indexing pipeline as `pmc-rag ingest --collection` (`uploads.pipeline` in hayhooks.yml).
+a scan with no text), each in a child process with a memory and time limit (a file built to exhaust or crash the
+reader stops there), and one bad file is a 4xx that names it and its problem, with nothing stored. Then the files
+go through the same indexing pipeline as `pmc-rag ingest --collection` (`uploads.pipeline` in hayhooks.yml), in
+one transaction: a full disk part way is a 507 with nothing of the upload stored and nothing earlier lost.
 """
 
 from __future__ import annotations
 
+import errno
 import re
 import tempfile
 import threading
@@ -22,8 +25,8 @@ from starlette.concurrency import run_in_threadpool
 
 from pmc_rag.ingestion.collections import delete_collection, list_collections
 from pmc_rag.ingestion.documents import PDF_SUFFIXES, TEXT_SUFFIXES, check_collection
-from pmc_rag.ingestion.runner import ingest
-from pmc_rag.ingestion.sources import read_articles
+from pmc_rag.ingestion.contained import read_contained
+from pmc_rag.ingestion.runner import ingest_articles
 from pmc_rag.ingestion.xml import IngestError
 from pmc_rag.serving.config import ServeConfig
 
@@ -54,28 +57,57 @@ class Uploads:
         return document_store_of(self.pipeline)
 
     def add(self, collection: str, files: list[tuple[str, bytes]]) -> dict[str, Any]:
-        """Check every file, then index them all into `collection`; InputError-style HTTPException otherwise."""
+        """Check and read every file, then index them all into `collection` in one transaction; an
+        HTTPException that names the file and its problem otherwise, with nothing stored."""
         _collection(collection)
         if not files:
             raise HTTPException(422, "no files: send one or more as multipart form field `files`")
+        if len(files) > self.config.max_upload_files:
+            raise HTTPException(413, f"{len(files)} files in one upload; send at most {self.config.max_upload_files} "
+                                     "at a time (uploads.max_files in hayhooks.yml)")
+        articles, documents, text_chars = [], [], 0
         with tempfile.TemporaryDirectory(prefix="pmc-rag-upload-") as folder:
-            paths, documents = [], []
-            for index, (name, data) in enumerate(files):
-                path = Path(folder) / f"{index}-{_safe_name(name)}"
+            for index, (raw_name, data) in enumerate(files):
+                name = _shown_name(raw_name)
                 _check_type(name, data)
-                path.write_bytes(data)
-                for item in read_articles(path):
-                    if isinstance(item, IngestError):
-                        raise HTTPException(422, str(item).replace(str(path), name))
+                path = Path(folder) / f"{index}-{_safe_name(name)}"
+                try:
+                    path.write_bytes(data)
+                except OSError as error:
+                    raise _storage_problem(error, "while saving the upload to a temporary file") from None
+                for item in self._read(path, name):
+                    text_chars += sum(len(section.text) for section in item.sections)
+                    if text_chars > self.config.max_upload_text_chars:
+                        raise HTTPException(413, f"{name}: the upload holds more than "
+                                                 f"{self.config.max_upload_text_chars} characters of text; send "
+                                                 "fewer or shorter documents (uploads.max_text_chars in hayhooks.yml)")
+                    articles.append(item)
                     documents.append({"file": name, "source_id": item.source_id, "title": item.title,
                                       "pages": len({s.page for s in item.sections if s.page is not None}) or None})
-                paths.append(str(path))
-            with self._lock:
-                report = ingest(paths, self.pipeline, progress=False, collection=collection)
-        if report.skipped:  # read_articles passed them all above; this would be a bug, said plainly
-            raise HTTPException(500, f"some files were not ingested: {report.skipped}")
+        # One batch: the whole upload is one pipeline run and one transaction, so a failure part way (a full
+        # disk, the database going away) stores none of it and leaves what was stored before as it was.
+        with self._lock:
+            try:
+                report = ingest_articles(articles, self.pipeline, collection=collection, batch_words=2**62)
+            except Exception as error:
+                problem = _storage_problem(error, "while storing the upload; nothing of it was stored")
+                if problem.status_code == 507:
+                    raise problem from None
+                raise
         return {"collection": collection, "documents": documents, "chunks": report.chunks,
                 "chunks_replaced": report.chunks_replaced}
+
+    def _read(self, path: Path, name: str) -> list[Any]:
+        """The file's articles, read in a child process with the configured limits; a 422 for any problem."""
+        try:
+            items = read_contained(path, name, timeout_s=self.config.upload_read_timeout_s,
+                                   memory_mb=self.config.upload_read_memory_mb)
+        except IngestError as error:
+            raise HTTPException(422, str(error)) from None
+        for item in items:
+            if isinstance(item, IngestError):
+                raise HTTPException(422, str(item).replace(str(path), name))
+        return items
 
 
 def add_upload_routes(app: FastAPI, config: ServeConfig) -> None:
@@ -121,6 +153,23 @@ def _check_type(name: str, data: bytes) -> None:
         raise HTTPException(422, f"{name}: the file is empty")
     if name.lower().endswith(PDF_SUFFIXES) and not data.lstrip().startswith(b"%PDF-"):
         raise HTTPException(415, f"{name}: named .pdf but not a PDF (it does not start with %PDF-)")
+
+
+def _shown_name(name: str) -> str:
+    """The client's file name as errors and answers show it: no control characters, at most 200 characters."""
+    return re.sub(r"[\x00-\x1f\x7f]", "?", name)[:200] or "upload"
+
+
+def _storage_problem(error: BaseException, when: str) -> HTTPException:
+    """507 when the error (or one it was raised from) is a full disk, in this process or the database's."""
+    seen = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return HTTPException(507, f"the server's disk is full {when}; free some space and send it again")
+        if getattr(seen, "sqlstate", None) == "53100":  # PostgreSQL's disk_full
+            return HTTPException(507, f"the database's disk is full {when}; free some space and send it again")
+        seen = seen.__cause__ or seen.__context__
+    return HTTPException(500, f"the upload could not be stored ({type(error).__name__})")
 
 
 def _safe_name(name: str) -> str:
