@@ -3,6 +3,7 @@ start costs one flagged answer, never the server. Real model, real HTTP, real si
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pmc_rag.local_llm.supervisor import API_KEY_ENV, LocalModelServer, LocalModelSpec, local_model_server
+from pmc_rag.local_llm.supervisor import API_KEY_ENV, LocalModelServer, LocalModelSpec, api_key, local_model_server
 
 from conftest import PROJECT_ROOT, TEST_LLM_URL, free_port, pipeline_file_for
 
@@ -346,4 +347,78 @@ def test_serve_stopped_with_sigterm_stops_the_model_server_it_started(folder, pg
     finally:
         serve.kill()
         if model.health(timeout=1):
+            os.kill(model.health(timeout=1)["pid"], signal.SIGKILL)
+
+
+def test_a_port_taken_by_another_program_is_named_with_its_fix():
+    import socket
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        server = LocalModelServer(LocalModelSpec(model=MODEL, url=f"http://127.0.0.1:{port}/v1"))
+        with pytest.raises(Exception, match=rf"port {port} on 127.0.0.1 is taken by another program .*Fix: stop "
+                                            r"that program, or give `local_model.url`"):
+            server.ensure_running()
+        assert server.process is None and "is taken" in server.problem  # nothing started; /health says why
+
+
+def test_a_truncated_model_file_is_named_with_its_fix_not_a_crash(tmp_path):
+    from pmc_rag.models import assemble_llm
+
+    whole = assemble_llm(MODEL)
+    cut = tmp_path / "cut-short.gguf"
+    with whole.open("rb") as source:  # a download or copy that stopped a tenth of the way
+        cut.write_bytes(source.read(whole.stat().st_size // 10))
+    server = LocalModelServer(LocalModelSpec(model=MODEL, url=f"http://127.0.0.1:{free_port()}/v1",
+                                             model_path=str(cut)))
+    with pytest.raises(Exception, match=r"could not start: could not load the model .*Fix: check that "
+                                        r"`local_model.model_path`"):
+        server.ensure_running()
+    assert server.process is None and "signal" not in server.problem.lower()
+
+
+def test_kill_9_of_serve_leaves_no_model_server_or_postgres_and_a_second_serve_on_its_port_is_refused(tmp_path):
+    """`pmc-rag serve` on an embedded PostgreSQL of its own, with a model server of its own, killed with -9."""
+    import psutil
+
+    from pmc_rag.models import assemble_llm
+
+    model_port, port = free_port(), free_port()
+    url = f"http://127.0.0.1:{model_port}/v1"
+
+    def own_model_server(spec: dict) -> None:
+        spec["local_model"].update(url=url, model_path=str(assemble_llm(MODEL)))  # the tmp home has no models
+        local_generator(spec)["api_base_url"] = url
+
+    config = {"server": {"host": "127.0.0.1"}, "endpoints": [
+        {"name": "rag", "pipeline": str(rag_variant(tmp_path, "rag_kill_9", own_model_server)), "kind": "answer"}]}
+    path = tmp_path / "hayhooks.yml"
+    path.write_text(yaml.safe_dump(config))
+    env = {key: value for key, value in os.environ.items() if key != "PG_CONN_STR"}
+    env.update(PMC_RAG_HOME=str(tmp_path / "home"), **{API_KEY_ENV: api_key()})  # so that this test may ask it
+    command = [sys.executable, "-m", "pmc_rag.cli", "serve", "--config", str(path), "--port", str(port)]
+    serve = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    model = LocalModelServer(LocalModelSpec(model=MODEL, url=url))
+    try:
+        for line in serve.stdout:  # the port opens once every model is warm
+            if line.startswith("Serving rag"):
+                break
+        report = model.health(timeout=5)
+        assert report is not None, "serve did not start its model server"
+        second = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode != 0 and f"cannot serve on 127.0.0.1:{port}" in second.stderr, second.stderr
+        postmaster = int((tmp_path / "home" / "pgdata" / "postmaster.pid").read_text().split()[0])
+        serve.kill()  # kill -9: no cleanup of its own runs
+        serve.wait(timeout=30)
+        for pid, what in ((report["pid"], "the model server"), (postmaster, "PostgreSQL")):
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
+                psutil.Process(pid).wait(timeout=60)  # waits for the process's exit, however long that takes
+            assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, (
+                f"{what} outlived the pmc-rag serve killed with -9")
+    finally:
+        serve.kill()
+        with contextlib.suppress(Exception):
             os.kill(model.health(timeout=1)["pid"], signal.SIGKILL)

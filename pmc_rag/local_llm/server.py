@@ -225,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--n-threads", type=int, default=None)
     parser.add_argument("--idle-minutes", type=float, default=30.0, help="exit after this long unused; 0: never")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="exit when the process that started this one has gone (a `pmc-rag serve` killed -9)")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -259,8 +261,20 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"pmc-rag-llm: unused for {args.idle_minutes:g} min: exiting", flush=True)
                 server.should_exit = True
 
+    parent = os.getppid()
+
+    def exit_with_parent() -> None:
+        while not server.should_exit:
+            time.sleep(1)
+            if os.getppid() != parent:  # re-parented: the process that started this one has gone
+                print(f"pmc-rag-llm: the process that started this server (pid {parent}) has gone: exiting",
+                      flush=True)
+                server.should_exit = True
+
     if args.idle_minutes > 0:
         threading.Thread(target=exit_when_idle, daemon=True).start()
+    if args.exit_with_parent:
+        threading.Thread(target=exit_with_parent, daemon=True).start()
     print(f"pmc-rag-llm: serving {args.model} on http://{args.host}:{args.port}/v1", flush=True)
     server.run()
     return 0

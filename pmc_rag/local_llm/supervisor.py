@@ -116,6 +116,9 @@ class LocalModelServer:
         self.log_path = self.folder / "server.log"
         self.state_path = self.folder / "server.json"
         self.process: subprocess.Popen | None = None  # set when this process started it
+        # A server started by `pmc-rag serve` goes when serve goes, even killed -9; one started by `pmc-rag ask`
+        # stays for the next question until `idle_minutes` have passed.
+        self.exit_with_this_process = False
         self.problem: str | None = None  # why it is not running, for notes and /health
         self.restarts = 0
         self.last_exit: str | None = None
@@ -207,6 +210,15 @@ class LocalModelServer:
                    "--idle-minutes", str(self.spec.idle_minutes)]
         if self.spec.model_path:
             command += ["--model-path", str(self.spec.model_path)]
+        if self.exit_with_this_process:
+            command += ["--exit-with-parent"]
+        taken = port_taken(self.spec.host, self.spec.port)
+        if taken:
+            raise LocalModelError(
+                f"the local model server ({self.spec.model}) could not start: port {self.spec.port} on "
+                f"{self.spec.host} is taken by another program ({taken}), which does not answer as a pmc-rag "
+                f"model server. Fix: stop that program, or give `local_model.url` (and the generator's "
+                f"`api_base_url`) another port in the pipeline YAML. Answers quote passages until it runs.")
         environment = {**os.environ, API_KEY_ENV: api_key(), "PYTHONUNBUFFERED": "1"}
         with self.log_path.open("ab") as log_file:
             log_file.write(f"\n== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
@@ -416,6 +428,19 @@ class LocalModelServer:
         with contextlib.suppress(LocalModelError):
             self.ensure_running()
         self._cached_health = self._safe_health()
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why `port` cannot be listened on (another program holds it), or None when it is free."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            return error.strerror or str(error)
+    return None
 
 
 def _exiting(pid: int) -> bool:

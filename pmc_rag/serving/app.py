@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from pmc_rag.answer_service import to_haystack_filters
 from pmc_rag.database import unreachable
-from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server
+from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server, port_taken
 from pmc_rag.paths import home
 from pmc_rag.pipelines import pipeline_spec
 from pmc_rag.serving import endpoints
@@ -444,9 +444,15 @@ def serve(config: ServeConfig) -> None:
     from pmc_rag.database import ensure_database
 
     _log_requests()
+    taken = port_taken(config.host, config.port)
+    if taken:  # found now, not after a minute of loading models (a second `pmc-rag serve` on the same port)
+        raise ServeConfigError(f"cannot serve on {config.host}:{config.port}: {taken} (another pmc-rag serve or "
+                               "another program listens there); stop it, or choose another port with --port")
     database = ensure_database()
     print(f"Database: {database.description}", flush=True)
     local_models = local_model_specs(config)
+    for spec in local_models:  # the model servers this server starts go with it, even if it is killed -9
+        local_model_server(spec).exit_with_this_process = True
     stop_watching = threading.Event()
     if database.embedded:
         threading.Thread(target=_keep_embedded_database_up, args=(stop_watching,), daemon=True,
@@ -495,6 +501,8 @@ def worker_app() -> FastAPI:
     _log_requests()
     config = load_serve_config(**json.loads(os.environ[WORKER_CONFIG]))
     _use_torch_threads(config)
+    for spec in local_model_specs(config):  # one this worker restarts goes with it, as its parent's go with that
+        local_model_server(spec).exit_with_this_process = True
     app = build_app(config)
     # The socket is open already (the parent process opened it); this worker accepts on it once this returns.
     print(f"[worker process {os.getpid()}] {_ready_lines(config)}", flush=True)
