@@ -277,6 +277,54 @@ def test_the_native_scorer_refuses_damaged_blocks_with_an_error_not_a_crash(stor
             == 7 * BLOCK_SIZE  # the same session goes on: nothing crashed
 
 
+def test_searches_racing_writes_never_fail_and_end_as_exact_as_a_fresh_search(store):
+    """Readers while a writer re-ingests, updates and deletes the same terms: each search is an answer from one
+    consistent state (a snapshot), never an error, and once the writes stop the native search equals the SQL one."""
+    import threading
+
+    skip_without_a_compiler()
+    articles = list(read_articles(CORPUS / "pubmedqa/corpus.jsonl"))[:200]
+    chunks = [replace(c, embedding=UNIT) for c in SectionChunker().run(
+        documents=[d for a in articles for d in a.section_documents()])["documents"]]
+    writer = ArticleWriter(document_store=store)
+    writer.run(documents=chunks[:100])
+    assert_scorer(store, "native")
+    retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
+    questions = [q["QUESTION"] for q in DEV_QUESTIONS.values()][:20] + ["mitochondria dysfunction"]
+    written_ids = {c.id for c in chunks}
+    failures: list[BaseException] = []
+    writing = threading.Event()
+    writing.set()
+
+    def search() -> None:
+        reader = PgvectorBM25Retriever(document_store=store, top_k=10)
+        while writing.is_set():
+            for question in questions:
+                try:
+                    found = ranked(reader, question)
+                    assert {document_id for document_id, _ in found} <= written_ids
+                    assert all(score == score and score > 0 for _, score in found)  # no NaN, no garbage
+                except BaseException as error:  # noqa: BLE001 - reported by the main thread
+                    failures.append(error)
+                    return
+
+    readers = [threading.Thread(target=search) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for start in range(0, 200, 20):  # re-ingest, add, update and delete while they read
+            writer.run(documents=chunks[start:start + 40])
+            store.write_documents([replace(c, content=(c.content or "") + " mitochondria")
+                                   for c in chunks[start:start + 10]], policy=DuplicatePolicy.OVERWRITE)
+            store.delete_documents([c.id for c in chunks[start + 10:start + 15]])
+    finally:
+        writing.clear()
+        for reader in readers:
+            reader.join(timeout=120)
+    assert not failures, failures[0]
+    assert [ranked(retriever, q) for q in questions] == [ranked(exhaustive_twin(retriever), q) for q in questions]
+
+
 def test_without_a_compiler_the_sql_search_is_used_and_says_why(store, monkeypatch, tmp_path, caplog):
     monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path))  # no library built there yet
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
