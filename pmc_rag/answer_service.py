@@ -85,9 +85,7 @@ class AnswerService:
     def fixed_answer(self, question: Any) -> Answer | None:
         """The answer object of a fixed reply (greeting, emergency) to the question, or None; no database, no
         model. Raises InputError for a question that would be refused."""
-        started = time.perf_counter()
-        fixed = _fixed(*self.checked(question), started)
-        return Answer.model_validate(fixed) if fixed else None
+        return fixed_answer(question, self.max_question_chars)
 
     def answer(self, question: Any, filters: SearchFilters | dict | None = None, top_k: int | None = None,
                conversation_id: str | None = None, *, history: tuple[list[str], dict[str, int]] | None = None,
@@ -236,6 +234,14 @@ class AnswerService:
                conversation_id: str | None = None, timings_ms: dict[str, float] | None = None) -> None:
         if self.store is not None:
             self.store.audit(self.name, question, status, answer, conversation_id, timings_ms)
+
+
+def fixed_answer(question: Any, max_question_chars: int) -> Answer | None:
+    """`AnswerService.fixed_answer` before any pipeline is loaded: `pmc-rag ask` gives a person in danger (or a
+    greeting, or a refusal) its reply without first spending seconds loading models it will not use."""
+    started = time.perf_counter()
+    fixed = _fixed(*redact_personal_data(clean_question(question, max_question_chars)), started)
+    return Answer.model_validate(fixed) if fixed else None
 
 
 def _fixed(question: str, redacted: list[str], started: float) -> dict[str, Any] | None:

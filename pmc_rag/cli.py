@@ -237,18 +237,21 @@ def _ask(args: argparse.Namespace) -> int:
 
     from fastapi import HTTPException
 
-    from pmc_rag.answer_service import AnswerService
+    from pmc_rag.answer_service import AnswerService, fixed_answer
     from pmc_rag.database import ensure_database
-    from pmc_rag.pipelines import load_declared_pipeline
+    from pmc_rag.pipelines import load_declared_pipeline, resolve_pipeline_path
     from pmc_rag.serving.config import load_serve_config
 
     _warnings_to_log_file("ask")
-    # The server's answering service and limits, without conversations, cache or audit (one question, no server).
-    service = AnswerService(load_declared_pipeline(args.pipeline), name="cli",
-                            max_question_chars=load_serve_config().max_question_chars)
+    max_question_chars = load_serve_config().max_question_chars
+    resolve_pipeline_path(args.pipeline)  # a mistyped pipeline is named even when the question needs none
     try:
-        answer = service.fixed_answer(args.question)  # refusals and fixed replies come before any search
+        # Refusals and fixed replies (a person in danger first) come before the pipeline and its models are loaded.
+        answer = fixed_answer(args.question, max_question_chars)
         if answer is None:
+            # The server's answering service and limits, without conversations, cache or audit.
+            service = AnswerService(load_declared_pipeline(args.pipeline), name="cli",
+                                    max_question_chars=max_question_chars)
             ensure_database()
             answer = service.answer(args.question)
     except HTTPException as error:  # a refusal says what was wrong; an unexpected failure is shown as it was

@@ -111,6 +111,19 @@ def fill_table_with_pmc_sample(table_name: str) -> None:
            progress=False)
 
 
+# The bundled PMC sample, ingested once per session (SAMPLE_TABLE): for tests that only read it.
+SAMPLE_TABLE = "pmc_sample_chunks"
+
+
+@pytest.fixture(scope="session")
+def pmc_sample_table(pg_conn_str: str) -> str:
+    """SAMPLE_TABLE, filled on first use. Read it, never write to it: a test that writes (an upload, a delete, an
+    update) fills a table of its own with fill_table_with_pmc_sample."""
+    fill_table_with_pmc_sample(SAMPLE_TABLE)
+    yield SAMPLE_TABLE
+    make_store(SAMPLE_TABLE).delete_table()
+
+
 @pytest.fixture
 def indexing_pipeline(store: PgvectorDocumentStore) -> Pipeline:
     return Pipeline.loads(indexing_yaml_for(store.table_name), allowed_modules=ALLOWED_MODULES)

@@ -20,9 +20,9 @@ from fastapi import HTTPException
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.caller import RequestLifetime
 
-from conftest import free_port, pipeline_file_for
+from conftest import SAMPLE_TABLE, free_port, pipeline_file_for
 
-TABLE = "lifetime_chunks"
+TABLE = SAMPLE_TABLE  # read only
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 DEADLINE_S = 15
 LONG_REPLY = " ".join(f"word{i}" for i in range(400))  # 400 words at 0.1 s: 40 s, well past the deadline
@@ -58,14 +58,11 @@ def slow_model():
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory, pg_conn_str, slow_model):
+def base_url(tmp_path_factory, pmc_sample_table, slow_model):
     """The served app (hayhooks.yml with a 15 s answer deadline) whose rag pipeline's one model is `slow_model`."""
-    from conftest import fill_table_with_pmc_sample, make_store
-
     from pmc_rag.serving.app import build_app
     from pmc_rag.serving.config import load_serve_config
 
-    fill_table_with_pmc_sample(TABLE)
     folder = tmp_path_factory.mktemp("lifetime")
     spec = yaml.safe_load(pipeline_file_for("rag", TABLE, folder).read_text())
     del spec["local_model"]
@@ -84,7 +81,6 @@ def base_url(tmp_path_factory, pg_conn_str, slow_model):
         patch.setenv("SLOW_MODEL_KEY", "slow-key")
         with uvicorn_serving(build_app(load_serve_config(path))) as url:
             yield url
-    make_store(TABLE).delete_table()
 
 
 def wait_for_cut(fake: Any, before: int, within: float = 10) -> float:

@@ -238,14 +238,18 @@ def test_ollama_embeddings_are_a_yaml_edit_and_an_absent_server_is_a_clear_error
     store.delete_table()
 
 
-def test_two_ingestions_at_once_finish_and_leave_the_statistics_of_one(store, tmp_path, pg_conn_str):
+def test_two_ingestions_at_once_finish_and_leave_the_statistics_of_one(table_name, tmp_path, pg_conn_str,
+                                                                      tiny_sentence_transformer):
     """Two `pmc-rag ingest` processes writing to one table, with 60 articles in both inputs: no deadlock, every
-    article once, and BM25 statistics equal to those computed afresh from the stored chunks."""
+    article once, and BM25 statistics equal to those computed afresh from the stored chunks. The embedder is the
+    tiny random model: what is tested is the writers' locking, and MiniLM made this the slowest test (75 s)."""
+    store = make_store(table_name, dimension=32)
     lines = (CORPUS / "pubmedqa/corpus.jsonl").read_text().splitlines()[:360]
     (tmp_path / "first.jsonl").write_text("\n".join(lines[:210]) + "\n")
     (tmp_path / "second.jsonl").write_text("\n".join(lines[150:]) + "\n")
     yaml_path = tmp_path / "indexing.yml"
-    yaml_path.write_text(indexing_yaml_for(store.table_name))
+    yaml_path.write_text(indexing_yaml_for(table_name, **{"embedder.model": str(tiny_sentence_transformer),
+                                                          "store.embedding_dimension": 32}))
     processes = [subprocess.Popen(
         [sys.executable, "-m", "pmc_rag.cli", "ingest", str(tmp_path / name), "--pipeline", str(yaml_path),
          "--batch-words", "800", "--no-progress"],
@@ -271,6 +275,7 @@ def test_two_ingestions_at_once_finish_and_leave_the_statistics_of_one(store, tm
             "GROUP BY u.lexeme ORDER BY u.lexeme")).fetchall()
         blocks_in_step = packed_blocks_in_step(connection, tables) if native_scorer_installed(connection, tables) \
             else True
+    store.delete_table()
     assert indexed == afresh
     assert term_df == afresh_df
     assert blocks_in_step

@@ -19,20 +19,16 @@ import yaml
 
 from pmc_rag.local_llm.supervisor import API_KEY_ENV, LocalModelServer, LocalModelSpec, api_key, local_model_server
 
-from conftest import PROJECT_ROOT, TEST_LLM_URL, free_port, pipeline_file_for
+from conftest import PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for
 
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
-TABLE = "local_model_chunks"
+TABLE = SAMPLE_TABLE  # read only
 MODEL = "qwen2.5-0.5b-instruct"
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory, pg_conn_str):
-    from conftest import fill_table_with_pmc_sample, make_store
-
-    fill_table_with_pmc_sample(TABLE)
-    yield tmp_path_factory.mktemp("local_model")
-    make_store(TABLE).delete_table()
+def folder(tmp_path_factory, pmc_sample_table):
+    return tmp_path_factory.mktemp("local_model")
 
 
 def rag_variant(folder: Path, name: str, change: Any = None) -> Path:

@@ -20,13 +20,8 @@ QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung ca
 
 
 @pytest.fixture(scope="module")
-def rag_files(tmp_path_factory, pg_conn_str):
-    from conftest import fill_table_with_pmc_sample, make_store
-
-    table = "rag_end_to_end"
-    fill_table_with_pmc_sample(table)
-    yield table, tmp_path_factory.mktemp("rag")
-    make_store(table).delete_table()
+def rag_files(tmp_path_factory, pmc_sample_table):
+    return pmc_sample_table, tmp_path_factory.mktemp("rag")
 
 
 def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files):
