@@ -78,9 +78,8 @@ class AnswerService:
             self.pipeline.warm_up()
 
     def checked(self, question: Any) -> tuple[str, list[str]]:
-        """The question as answered: checked (InputError when empty, too long, or holding control characters),
-        whitespace normalised, personal data redacted; and the kinds of data redacted."""
-        return redact_personal_data(clean_question(question, self.max_question_chars))
+        """The question as answered, and the kinds of personal data redacted from it (see `checked_question`)."""
+        return checked_question(question, self.max_question_chars)
 
     def fixed_answer(self, question: Any) -> Answer | None:
         """The answer object of a fixed reply (greeting, emergency) to the question, or None; no database, no
@@ -236,11 +235,17 @@ class AnswerService:
             self.store.audit(self.name, question, status, answer, conversation_id, timings_ms)
 
 
+def checked_question(question: Any, max_question_chars: int) -> tuple[str, list[str]]:
+    """The question as answered: checked (InputError when empty, too long, or holding control characters),
+    whitespace normalised, personal data redacted; and the kinds of data redacted."""
+    return redact_personal_data(clean_question(question, max_question_chars))
+
+
 def fixed_answer(question: Any, max_question_chars: int) -> Answer | None:
     """`AnswerService.fixed_answer` before any pipeline is loaded: `pmc-rag ask` gives a person in danger (or a
     greeting, or a refusal) its reply without first spending seconds loading models it will not use."""
     started = time.perf_counter()
-    fixed = _fixed(*redact_personal_data(clean_question(question, max_question_chars)), started)
+    fixed = _fixed(*checked_question(question, max_question_chars), started)
     return Answer.model_validate(fixed) if fixed else None
 
 
