@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         # Whatever was committed before the error stays stored; the message says what went wrong.
         print(f"pmc-rag: error: {error}", file=sys.stderr)
         return EXIT_FAILED
+    except KeyboardInterrupt:  # Ctrl-C is how a user stops `serve` (and may stop an ingest): no traceback for it
+        print("pmc-rag: stopped (Ctrl-C); what was stored before stays stored", file=sys.stderr)
+        return 130
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -40,6 +40,18 @@ def test_nothing_to_ingest_is_a_failure_that_says_why():
     assert "no/such/file.xml: no such file or folder" in result.stdout
 
 
+def test_ctrl_c_stops_a_command_with_one_line_not_a_traceback(monkeypatch, capsys):
+    from pmc_rag import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt  # what uvicorn re-raises when Ctrl-C stops `pmc-rag serve`
+
+    monkeypatch.setattr(cli, "_serve", interrupted)
+    assert cli.main(["serve"]) == 130
+    printed = capsys.readouterr()
+    assert printed.err == "pmc-rag: stopped (Ctrl-C); what was stored before stays stored\n" and not printed.out
+
+
 def test_an_unknown_pipeline_is_a_clear_error():
     result = pmc_rag("ingest", "--dry-run", "--pipeline", "nonexistent", str(CORPUS))
     assert result.returncode == 1
