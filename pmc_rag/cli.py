@@ -141,8 +141,10 @@ def _parser() -> argparse.ArgumentParser:
     pipeline.add_argument("name", help="a pipeline name (rag_rerank) or file")
     pipeline.set_defaults(handler=_pipeline)
 
-    model = commands.add_parser("model", help="the local model server: start, stop or show it")
-    model.add_argument("action", choices=["start", "stop", "status"])
+    model = commands.add_parser("model", help="the local model server: start, stop or show it; list or install "
+                                              "the embedded models")
+    model.add_argument("action", choices=["start", "stop", "status", "list", "install"])
+    model.add_argument("name", nargs="?", help="install: the model to install (see `pmc-rag model list`)")
     model.add_argument("--pipeline", default="rag", help="the answering pipeline that declares it (default: "
                                                           "%(default)s)")
     model.set_defaults(handler=_model)
@@ -292,10 +294,12 @@ def _setup(args: argparse.Namespace) -> int:
     from pmc_rag.database import ensure_database
     from pmc_rag.models import DEFAULT_LLM, EMBEDDED_LLMS, assemble_llm, seed_embedding_model
     from pmc_rag.paths import SAMPLE_CORPUS_DIR
-    from pmc_rag.pipelines import load_pipeline
+    from pmc_rag.pipelines import load_declared_pipeline, load_pipeline
 
     print(f"Embedding model ready: {seed_embedding_model()}")
-    print(f"Embedded LLM ready ({EMBEDDED_LLMS[DEFAULT_LLM].description}): checksum verified, {assemble_llm()}")
+    declared = load_declared_pipeline(args.answer_pipeline).local_model
+    name = declared.model if declared and not declared.model_path else DEFAULT_LLM  # the one the YAML names
+    print(f"Embedded LLM ready ({EMBEDDED_LLMS[name].description}): checksum verified, {assemble_llm(name)}")
     _check_local_model(args.answer_pipeline)
     print(f"Database: {ensure_database().description}")
     pipeline = load_pipeline(args.pipeline)
@@ -504,8 +508,21 @@ def _local_model_lines(pipeline_name: str) -> list[str]:
 
 def _model(args: argparse.Namespace) -> int:
     from pmc_rag.local_llm.supervisor import local_model_server
+    from pmc_rag.models import EMBEDDED_LLMS, install_llm, is_verified
     from pmc_rag.pipelines import load_declared_pipeline
 
+    if args.action == "list":
+        for name, registered in EMBEDDED_LLMS.items():
+            state = "installed" if is_verified(registered) else f"not installed: pmc-rag model install {name}"
+            print(f"{name}: {registered.description}; {registered.licence}; {state}")
+        return 0
+    if args.action == "install":
+        if not args.name:
+            raise ValueError(f"name the model to install, one of: {', '.join(EMBEDDED_LLMS)}")
+        path = install_llm(args.name)
+        print(f"Installed {args.name} ({EMBEDDED_LLMS[args.name].description}): checksum verified, {path}. "
+              f"To answer with it, set `local_model.model: {args.name}` in the pipeline YAML (pipelines/rag.yml).")
+        return 0
     pipeline = load_declared_pipeline(args.pipeline)
     if pipeline.local_model is None:
         raise ValueError(f"{pipeline.path} declares no `local_model:`")

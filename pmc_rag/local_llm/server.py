@@ -34,7 +34,7 @@ from starlette.concurrency import run_in_threadpool
 _SAMPLING = {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"}
 
 
-def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None) -> Any:
+def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None, chat_format: str | None = None) -> Any:
     """Load a GGUF with llama.cpp's extra buffer types (weight repacking) off.
 
     With them on, llama.cpp repacks quantised weights for the CPU's widest matrix unit; on Xeons with AMX that
@@ -53,7 +53,8 @@ def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None) -> Any
 
     bindings.llama_model_default_params = portable_params
     try:
-        return llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+        return llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, chat_format=chat_format,
+                               verbose=False)
     finally:
         bindings.llama_model_default_params = default_params
 
@@ -231,12 +232,13 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     try:
-        from pmc_rag.models import assemble_llm
+        from pmc_rag.models import EMBEDDED_LLMS, assemble_llm
 
         path = args.model_path or str(assemble_llm(args.model))
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no GGUF file at {path}")
-        llama = load_llama(path, args.n_ctx, args.n_threads)
+        registered = EMBEDDED_LLMS.get(args.model)
+        llama = load_llama(path, args.n_ctx, args.n_threads, registered.chat_format if registered else None)
     except Exception as problem:  # reported to the supervisor through this line of the log
         print(f"pmc-rag-llm: error: could not load the model {args.model}: {type(problem).__name__}: {problem}",
               file=sys.stderr, flush=True)

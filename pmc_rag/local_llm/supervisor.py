@@ -184,6 +184,12 @@ class LocalModelServer:
         with self._lock:
             try:
                 report = self.health()
+                if report is not None and not self._serves_this_model(report):
+                    # The YAML now names another model (`local_model.model` edited): the old server gives way.
+                    log.info("the local model server on %s serves %s; restarting it with %s", self.spec.url,
+                             report.get("model"), self.spec.model)
+                    self.stop()
+                    report = None
                 if report is None:
                     self._last_start_attempt = time.monotonic()
                     report = self._start()
@@ -194,6 +200,11 @@ class LocalModelServer:
             self.problem = None
             self._cached_health = report
             return report
+
+    def _serves_this_model(self, report: dict[str, Any]) -> bool:
+        if report.get("model") != self.spec.model:
+            return False
+        return not self.spec.model_path or Path(str(report.get("model_path"))) == Path(self.spec.model_path)
 
     def may_try_start(self, after_failure_s: float = 60.0) -> bool:
         """False for a while after a failed start, so that a broken model is not started again for every answer."""
