@@ -170,6 +170,13 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             summary["faithfulness"] = statistics.fmean(faithfulness)
         summary["tokens"] = {"in_mean": mean(r.get("usage", {}).get("prompt_tokens") for r in answered),
                              "out_mean": mean(r.get("usage", {}).get("completion_tokens") for r in answered)}
+        first = [r["first_token_ms"] for r in answered if "first_token_ms" in r]
+        speeds = [r["generation_tokens_per_s"] for r in answered if "generation_tokens_per_s" in r]
+        summary["streaming"] = {"first_token_ms": {"p50": percentile(first, 50), "p95": percentile(first, 95)},
+                                "generation_tokens_per_s": percentile(speeds, 50)}
+        # the verdict accuracy an answer that always said "yes" would have, on the same questions
+        summary["always_yes_accuracy"] = (sum(r["gold_verdict"] == "yes" for r in judged) / len(judged)
+                                          if judged else None)
     stages = sorted({stage for r in ok for stage in r.get("timings_ms", {})}, key=lambda s: (s == "total", s))
     summary["timings_ms"] = {stage: {"p50": percentile([r["timings_ms"][stage] for r in ok
                                                         if stage in r["timings_ms"]], 50),

@@ -106,16 +106,20 @@ def markdown(report: dict[str, Any]) -> str:
                   "adversarial generator wrote, `through` = displayed as the adversary meant)", "",
                   *_table(header, rows), ""]
 
-    header = ["variant", "p50", "p95", "tokens in", "tokens out", "slowest stages (p50 / p95)"]
+    if meta.get("local_models"):
+        lines += _models_table(answering)
+
+    header = ["variant", "p50", "p95", "first token p50", "tokens in", "tokens out", "slowest stages (p50 / p95)"]
     rows = []
     for name, entry in variants.items():
         if "summary" not in entry:
             continue
         timings, tokens = entry["summary"]["timings_ms"], entry["summary"].get("tokens", {})
+        first_token = entry["summary"].get("streaming", {}).get("first_token_ms", {})
         stages = sorted(((stage, t) for stage, t in timings.items() if stage != "total"
                          and (t["p50"] or 0) >= NOTABLE_STAGE_MS), key=lambda item: -(item[1]["p50"] or 0))
         rows.append([name, _ms(timings.get("total", {}).get("p50")), _ms(timings.get("total", {}).get("p95")),
-                     _figure(tokens.get("in_mean"), 0), _figure(tokens.get("out_mean"), 0),
+                     _ms(first_token.get("p50")), _figure(tokens.get("in_mean"), 0), _figure(tokens.get("out_mean"), 0),
                      ", ".join(f"{stage} {_ms(t['p50'])} / {_ms(t['p95'])}" for stage, t in stages[:4])])
     lines += ["**Speed** (per question, one question at a time)", "", *_table(header, rows), ""]
 
@@ -130,6 +134,30 @@ def markdown(report: dict[str, Any]) -> str:
                   + ", ".join(f"{gold} {_figure(by_class.get(gold))}" for gold in ("yes", "no", "maybe")) + ")", "",
                   *_table(["gold \\ answer", *predicted], rows), ""]
     return "\n".join(lines)
+
+
+def _models_table(answering: dict[str, Any]) -> list[str]:
+    """One row per embedded model (`pmc-rag eval --local-models`): what a reader gets from it, and what it costs."""
+    header = ["variant", "verdict acc.", "always yes", "wrong verdicts shown", "claims removed", "quotation share",
+              "first token p50 / p95", "answer p50 / p95", "tokens/s", "peak memory"]
+    rows = []
+    for name, entry in answering.items():
+        summary = entry["summary"]
+        trust, streaming = summary.get("trust", {}), summary.get("streaming", {})
+        first, total = streaming.get("first_token_ms", {}), summary["timings_ms"].get("total", {})
+        peak = summary.get("model_server_peak_mb")
+        rows.append([name, _figure(summary.get("verdicts", {}).get("accuracy")),
+                     _figure(summary.get("always_yes_accuracy")),
+                     f"{trust.get('wrong_verdicts_shown', '')} ({_figure(trust.get('wrong_verdicts_shown_rate'))})",
+                     str(summary.get("claims", {}).get("removed", "")), _figure(trust.get("quotation_share")),
+                     f"{_ms(first.get('p50'))} / {_ms(first.get('p95'))}",
+                     f"{_ms(total.get('p50'))} / {_ms(total.get('p95'))}",
+                     _figure(streaming.get("generation_tokens_per_s"), 1),
+                     f"{peak:,.0f} MB" if peak else ""])
+    return ["**Embedded models side by side** (the same pipeline and questions; verdict accuracy against the gold "
+            "labels, with what always answering \"yes\" would score; claims removed: sentences the claim check "
+            "took out; tokens/s: generated, after the first; peak memory: the model server's resident peak)", "",
+            *_table(header, rows), ""]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:

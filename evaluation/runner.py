@@ -115,6 +115,44 @@ def with_adversary(attack: str):
     return edit
 
 
+OLLAMA_GENERATOR = "OllamaChatGenerator"
+
+
+def with_local_model(name: str, port: int):
+    """A spec edit: the embedded model `name` answers, from a model server of its own on `port` (so that a server
+    the user runs is left alone). Ollama is taken out of a generator chain, so that it is this model that is
+    measured even where Ollama runs."""
+    url = f"http://127.0.0.1:{port}/v1"
+
+    def edit(spec: dict[str, Any]) -> None:
+        local = spec.get("local_model")
+        if not local:
+            raise PipelineError(NO_LOCAL_MODEL)
+        old_url = local["url"]
+        spec["local_model"] = {**local, "model": name, "url": url}
+        spec["local_model"].pop("model_path", None)
+
+        def repoint(node: Any) -> None:
+            if isinstance(node, dict):
+                parameters = node.get("init_parameters") or {}
+                if parameters.get("api_base_url") == old_url:
+                    parameters.update(api_base_url=url, model=name)
+                chain = parameters.get("chat_generators")
+                if isinstance(chain, list):
+                    chain[:] = [g for g in chain if OLLAMA_GENERATOR not in str(g.get("type", ""))]
+                for value in node.values():
+                    repoint(value)
+            elif isinstance(node, list):
+                for item in node:
+                    repoint(item)
+
+        repoint(spec.get("components") or {})
+    return edit
+
+
+NO_LOCAL_MODEL = "declares no `local_model:` whose model could be swapped"
+
+
 def _models(spec: Any) -> list[str]:
     """Every `model:` value in a pipeline spec, nested generators included."""
     found: list[str] = []
@@ -130,18 +168,21 @@ def _models(spec: Any) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def load_variant(name_or_path: str | Path, retrieval_only: bool, adversary: str | None = None) -> Variant:
-    """Load and warm up a variant (with an adversarial generator, if named); a variant that cannot start is kept
-    with its error (its row says why)."""
+def load_variant(name_or_path: str | Path, retrieval_only: bool, adversary: str | None = None,
+                 local_model: str | None = None, local_model_port: int | None = None) -> Variant:
+    """Load and warm up a variant (with an adversarial generator, or another embedded model, if named); a variant
+    that cannot start is kept with its error (its row says why)."""
     try:
         path, spec = pipeline_spec(name_or_path)
     except PipelineError as error:
         return Variant(Path(str(name_or_path)).stem, Path(str(name_or_path)), "", [], error=str(error))
     # The hash of the pipeline as run: a change to a variant's base changes it too.
     resolved = yaml.safe_dump(spec, sort_keys=False)
-    variant = Variant(path.stem + (f"+{adversary}" if adversary else ""), path,
-                      hashlib.sha256(resolved.encode()).hexdigest(), _models(spec), adversary=adversary)
-    edit = without_generation if retrieval_only else with_adversary(adversary) if adversary else None
+    name = path.stem + (f"+{adversary}" if adversary else "") + (f"@{local_model}" if local_model else "")
+    variant = Variant(name, path, hashlib.sha256(resolved.encode()).hexdigest(),
+                      [local_model] if local_model else _models(spec), adversary=adversary)
+    edit = (without_generation if retrieval_only else with_adversary(adversary) if adversary
+            else with_local_model(local_model, local_model_port or free_port()) if local_model else None)
     try:
         pipeline = load_declared_pipeline(path, edit=edit)
         if not {"documents", "answer"} & set(pipeline.outputs):
@@ -183,10 +224,12 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
     inputs = {"top_k": TOP_K} if "top_k" in pipeline.inputs else {}
     try:
         if variant.answers:  # through the answering service, as pmc-rag ask and the server, with its checks off
+            clock = TokenClock()
             answer, outputs = AnswerService(pipeline, name=f"eval {variant.name}").answer_for_evaluation(
-                question.question, top_k=inputs.get("top_k"))
+                question.question, top_k=inputs.get("top_k"), streaming_callback=clock.callback)
             ranked = outputs["ranked"] or []
             record["timings_ms"] = answer["timings_ms"]
+            record.update(clock.figures(answer.get("usage", {}).get("completion_tokens")))
             if not retrieval_only:
                 record.update(
                     answer=answer["answer"], model=answer.get("model"),
@@ -223,6 +266,59 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
     except Exception as error:  # one failing question must not end a long run; it is counted and shown
         record["error"] = f"{type(error).__name__}: {' '.join(str(error).split())[:500]}"
     return record
+
+
+class TokenClock:
+    """Notes when the first and the last token came, through its `callback` (the answer is streamed, as the server
+    streams it to a reader)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.first: float | None = None
+        self.last: float | None = None
+
+        # A plain function, not this object's method: Haystack deep-copies a component's inputs, which would
+        # copy the object (and its notes) but leaves a function as it is.
+        def callback(chunk: Any) -> None:
+            if getattr(chunk, "content", None):
+                self.last = time.perf_counter()
+                self.first = self.first or self.last
+
+        self.callback = callback
+
+    def figures(self, completion_tokens: int | None) -> dict[str, float]:
+        """`first_token_ms` (from the question), and `generation_tokens_per_s` after the first token."""
+        if self.first is None:
+            return {}
+        figures = {"first_token_ms": (self.first - self.started) * 1000}
+        if completion_tokens and completion_tokens > 1 and self.last > self.first:
+            figures["generation_tokens_per_s"] = (completion_tokens - 1) / (self.last - self.first)
+        return figures
+
+
+def model_server_peak_mb(pipeline: DeclaredPipeline) -> float | None:
+    """The peak resident memory (VmHWM) of the pipeline's local model server so far, in MB (Linux), or None."""
+    if pipeline.local_model is None:
+        return None
+    from pmc_rag.local_llm.supervisor import local_model_server
+
+    report = local_model_server(pipeline.local_model).health() or {}
+    try:
+        status = Path(f"/proc/{report['pid']}/status").read_text()
+    except (KeyError, OSError):
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _described(component: Any) -> dict[str, Any]:
@@ -263,11 +359,18 @@ def _versions() -> dict[str, str]:
 
 def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Path, *, limit: int | None = None,
                    retrieval_only: bool = False, judge: Any = None, progress: bool = True,
-                   adversaries: list[str] | None = None, claim_judge: Any = None) -> dict[str, Any]:
-    """Run every variant on the questions (each answering variant once per adversary instead, if any are named);
-    return the report (metadata, per-variant summary and records)."""
+                   adversaries: list[str] | None = None, claim_judge: Any = None,
+                   local_models: list[str] | None = None, offset: int = 0) -> dict[str, Any]:
+    """Run every variant on the questions (each answering variant once per adversary, or once per embedded model,
+    instead, if any are named); return the report (metadata, per-variant summary and records).
+
+    :param offset: Skip this many questions first (a held-aside slice: `offset=100, limit=50`).
+    """
+    if adversaries and local_models:
+        raise ValueError("an adversary replaces the model: name adversaries or local models, not both")
     questions_path = Path(questions_path)
-    questions = load_questions(questions_path)[:limit] if limit else load_questions(questions_path)
+    questions = load_questions(questions_path)[offset:]
+    questions = questions[:limit] if limit else questions
     _seed(SEED)
     started = time.time()
     report: dict[str, Any] = {
@@ -276,7 +379,8 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
             "command": " ".join(["pmc-rag", *sys.argv[1:]]) if sys.argv and "pmc-rag" in sys.argv[0] else None,
             "questions_file": shown_path(questions_path),
             "questions_sha256": hashlib.sha256(questions_path.read_bytes()).hexdigest(),
-            "questions": len(questions), "limit": limit, "retrieval_only": retrieval_only, "top_k": TOP_K,
+            "questions": len(questions), "offset": offset, "limit": limit, "retrieval_only": retrieval_only,
+            "top_k": TOP_K, "local_models": local_models or [],
             "seed": SEED, "judge": getattr(judge, "model", None), "packages": _versions(),
             "claim_judge": _described(claim_judge or LexicalSupportJudge()), "adversaries": adversaries or [],
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
@@ -284,13 +388,13 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
         "variants": {},
     }
     gold = GoldChunks()
-    runs = [(target, adversary) for target in pipelines or shipped_variants()
-            for adversary in (adversaries or [None])]
-    for target, adversary in runs:
-        variant = load_variant(target, retrieval_only, adversary)
-        if adversary and (NO_GENERATOR in (variant.error or "") or
-                          (variant.pipeline is not None and not variant.answers)):
-            continue  # a retrieval pipeline has no generator to attack
+    runs = [(target, adversary, model) for target in pipelines or shipped_variants()
+            for adversary in (adversaries or [None]) for model in (local_models or [None])]
+    for target, adversary, model in runs:
+        variant = load_variant(target, retrieval_only, adversary, model)
+        if (adversary or model) and (NO_GENERATOR in (variant.error or "") or NO_LOCAL_MODEL in (variant.error or "")
+                                     or (variant.pipeline is not None and not variant.answers)):
+            continue  # a retrieval pipeline has no generator to attack or model to swap
         entry: dict[str, Any] = {"path": shown_path(variant.path), "yaml_sha256": variant.yaml_sha256,
                                  "models": variant.models}
         if variant.error:
@@ -302,7 +406,15 @@ def run_evaluation(pipelines: list[str | Path] | None, questions_path: str | Pat
                 variant.records.append(evaluate_question(variant, question, gold, retrieval_only, judge,
                                                          claim_judge))
             entry["summary"] = summarise(variant.records)
+            entry["summary"]["model_server_peak_mb"] = model_server_peak_mb(variant.pipeline)
             entry["records"] = variant.records
+            if variant.pipeline.local_model is not None:
+                entry["local_model"] = {"model": variant.pipeline.local_model.model,
+                                        "url": variant.pipeline.local_model.url}
+            if model:  # its own server, on a port of its own: it goes with the variant
+                from pmc_rag.local_llm.supervisor import local_model_server
+
+                local_model_server(variant.pipeline.local_model).stop()
         report["variants"][variant.name] = entry
         variant.pipeline = None  # let its models go before the next variant loads its own
     report["meta"]["seconds"] = round(time.time() - started, 1)

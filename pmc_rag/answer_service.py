@@ -201,14 +201,15 @@ class AnswerService:
         with self.slots.turn(lifetime):  # 503 when the queue is full or the wait too long
             return run()
 
-    def answer_for_evaluation(self, question: str, top_k: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def answer_for_evaluation(self, question: str, top_k: int | None = None, streaming_callback: Any = None
+                              ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The answer object and every declared output of the run (`ranked`, `excerpts`), for `pmc-rag eval`.
 
         The checks are off: the question goes in as written (no length limit, redaction or fixed reply), so every
         question of a set is scored the same way. No conversation, cache, queue or audit.
         """
         self.warm_up()
-        return self._pipeline_answer(question, None, {"top_k": top_k})
+        return self._pipeline_answer(question, None, {"top_k": top_k}, streaming_callback=streaming_callback)
 
     def _pipeline_answer(self, query: str, haystack_filters: dict | None, inputs: dict[str, Any], *,
                          streaming_callback: Any = None, on_excerpts: Any = None

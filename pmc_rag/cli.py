@@ -105,6 +105,12 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--questions", default=None, metavar="FILE",
                           help="PubMedQA JSON or JSONL question file (default: the shipped 500 PubMedQA dev questions)")
     evaluate.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    evaluate.add_argument("--offset", type=int, default=0, metavar="N",
+                          help="skip the first N questions (a held-aside slice: --offset 100 --limit 50)")
+    evaluate.add_argument("--local-models", nargs="+", default=None, metavar="NAME",
+                          help="answer with each of these embedded models in turn (see `pmc-rag model list`), one "
+                               "row per model: verdicts, what the claim check removed, first token, tokens/s, "
+                               "peak memory")
     evaluate.add_argument("--retrieval-only", action="store_true", help="skip generation (answer pipelines rank only)")
     evaluate.add_argument("--judge-model", default=None, metavar="OLLAMA_MODEL",
                           help="score faithfulness with this Ollama model as judge (off by default; slow)")
@@ -410,9 +416,20 @@ def _eval(args: argparse.Namespace) -> int:
             raise ValueError(f"--adversary {', '.join(unknown)}: unknown; choose from {', '.join(ATTACKS)} or all")
     from pmc_rag.evaluation.citation_quality import claim_judge
 
-    report = run_evaluation(args.pipelines, args.questions or DEV_QUESTIONS, limit=args.limit,
+    if args.local_models:
+        from pmc_rag.models import EMBEDDED_LLMS, assemble_llm
+
+        for name in args.local_models:  # each must be there before an hour-long run starts
+            if name not in EMBEDDED_LLMS:
+                raise ValueError(f"--local-models {name}: unknown; the models: {', '.join(EMBEDDED_LLMS)}")
+            assemble_llm(name)
+    if args.offset < 0:
+        raise ValueError("--offset must be 0 or more")
+    report = run_evaluation(args.pipelines or (["rag"] if args.local_models else None),
+                            args.questions or DEV_QUESTIONS, limit=args.limit, offset=args.offset,
                             retrieval_only=args.retrieval_only, judge=judge, progress=not args.no_progress,
-                            adversaries=adversaries, claim_judge=claim_judge(args.claim_judge))
+                            adversaries=adversaries, claim_judge=claim_judge(args.claim_judge),
+                            local_models=args.local_models)
     out = Path(args.out) if args.out else home() / "eval" / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     table = markdown(report)

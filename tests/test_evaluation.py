@@ -108,6 +108,7 @@ def test_summary_sums_up_records():
     assert summary["verdicts"]["accuracy"] == 0.5 and summary["verdicts"]["confusion"]["no"]["yes"] == 1
     assert summary["timings_ms"]["total"] == {"p50": 2000, "p95": 2900}
     assert summary["tokens"] == {"in_mean": 100, "out_mean": 20}
+    assert summary["always_yes_accuracy"] == 0.5  # one of the two judged questions is a "yes"
 
 
 def test_question_files_in_both_formats(tmp_path):
@@ -206,13 +207,17 @@ def test_runner_end_to_end_on_five_questions(eval_table, capsys):
     assert rag["summary"]["answered_by"] == {"qwen2.5-0.5b-instruct": 4, "no model": 1}  # no Ollama here
     assert rag["summary"]["claims"]["statements"] > 0 and rag["summary"]["claims"]["citation_precision"] is not None
     assert rag["records"][0]["failed_generators"] == ["OllamaChatGenerator"]
+    streamed = [r for r in rag["records"] if r["model"] == "qwen2.5-0.5b-instruct"]
+    assert all(0 < r["first_token_ms"] < r["timings_ms"]["total"] for r in streamed)
+    assert rag["summary"]["streaming"]["first_token_ms"]["p50"] > 0
     record = rag["records"][0]
     assert record["gold_source_ids"] == ["PMID:10808977"] and len(record["ranked"]) == 10
 
     table_md = markdown(report)
     assert "| retrieve_bm25 | 0 |" in table_md and "| rag | qwen2.5-0.5b-instruct, no model | 1.000 | 0 |" in table_md
     assert "| rag_extractive | no model | 1.000 | 0 |" in table_md
-    assert "not run:" in table_md and "Verdicts of `rag`" in table_md
+    assert "not run:" in table_md and "Verdicts of `rag`" in table_md and "first token p50" in table_md
+    assert "side by side" not in table_md  # no --local-models
     write_json(report, folder / "results.json")
     write_chart(report, folder / "chart.png")
     assert json.loads((folder / "results.json").read_text())["variants"]["rag"]["records"][0]["id"] == "10808977"
@@ -270,6 +275,49 @@ def test_adversaries_replace_the_model_and_the_table_shows_what_got_through(eval
     assert report["meta"]["adversaries"] == ["negate", "misattribute"]
     assert report["meta"]["claim_judge"]["type"].endswith("LexicalSupportJudge")
     assert "| rag+negate |" in markdown(report) and "citation precision" in markdown(report)
+
+
+def test_each_local_model_answers_in_turn_from_a_server_of_its_own(eval_table):
+    """`pmc-rag eval --local-models`: one row per embedded model, Ollama out of the chain, and the model's own
+    server stopped once its row is done (the user's server on rag.yml's port is left alone)."""
+    from pmc_rag.evaluation.report import markdown
+    from pmc_rag.evaluation.runner import run_evaluation
+    from pmc_rag.local_llm.supervisor import LocalModelServer, LocalModelSpec
+    from pmc_rag.paths import DEV_QUESTIONS
+
+    table, folder = eval_table
+    model = "qwen2.5-0.5b-instruct"
+    report = run_evaluation([pipeline_file_for("rag", table, folder), pipeline_file_for("retrieve_bm25", table, folder)],
+                            DEV_QUESTIONS, limit=2, progress=False, local_models=[model])
+    assert list(report["variants"]) == [f"rag@{model}"]  # a retriever has no model to swap
+    entry = report["variants"][f"rag@{model}"]
+    assert entry["models"] == [model]
+    assert entry["summary"]["answered_by"] == {model: 1, "no model": 1}  # the second: not answered (the gate)
+    assert all(r["failed_generators"] == [] for r in entry["records"])  # Ollama was taken out, not tried
+    assert entry["summary"]["model_server_peak_mb"] > 100  # the 0.5B model's weights alone are 470 MB
+    assert entry["summary"]["streaming"]["generation_tokens_per_s"] > 0
+    assert entry["local_model"]["url"] != "http://127.0.0.1:1417/v1"
+    spec = LocalModelSpec(model=model, url=entry["local_model"]["url"])
+    assert LocalModelServer(spec).health() is None  # stopped with its row
+    table_md = markdown(report)
+    assert "**Embedded models side by side**" in table_md and f"| rag@{model} |" in table_md
+
+
+def test_a_local_model_edit_repoints_the_generator_and_drops_ollama():
+    from pmc_rag.evaluation.runner import with_local_model
+    from pmc_rag.pipelines import PipelineError, pipeline_spec
+
+    _, spec = pipeline_spec("rag")
+    with_local_model("smollm2-135m-instruct", 1499)(spec)
+    assert spec["local_model"]["model"] == "smollm2-135m-instruct"
+    assert spec["local_model"]["url"] == "http://127.0.0.1:1499/v1"
+    chain = spec["components"]["generator"]["init_parameters"]["chat_generators"]
+    assert [g["type"].rsplit(".", 1)[-1] for g in chain] == ["OpenAIChatGenerator", "EmptyReplyGenerator"]
+    assert chain[0]["init_parameters"]["api_base_url"] == "http://127.0.0.1:1499/v1"
+    assert chain[0]["init_parameters"]["model"] == "smollm2-135m-instruct"
+    _, retrieval = pipeline_spec("retrieve_bm25")
+    with pytest.raises(PipelineError, match="no `local_model:`"):
+        with_local_model("smollm2-135m-instruct", 1499)(retrieval)
 
 
 def test_unanswerable_check_counts_refusals_per_set_without_asking_a_model(eval_table, tmp_path):
