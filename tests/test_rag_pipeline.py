@@ -231,3 +231,25 @@ def test_a_question_the_papers_cannot_answer_gets_not_answered_without_asking_th
     assert answer["flags"]["not_answered"] and answer["not_answering"] and not answer["references"]
     assert "generator" not in answer["timings_ms"] and answer["model"] is None  # the model was never asked
     assert not any(s["in_prompt"] for s in answer["sources"])
+
+
+def test_the_prompt_names_each_paper_once_and_labels_every_excerpt():
+    """A paper's title, journal and year go with its first excerpt only (each repeat was ~45 tokens of reading);
+    every excerpt keeps its label, which the model must copy."""
+    from haystack import Document
+    from haystack.components.builders import ChatPromptBuilder
+
+    template = resolve_pipeline_spec(PROJECT_ROOT / "pipelines" / "rag.yml")["components"]["prompt_builder"][
+        "init_parameters"]["template"]
+    paper = {"source_id": "PMC1", "title": "Erlotinib in EGFR-mutant lung cancer", "journal": "PLoS ONE",
+             "year": 2016}
+    documents = [Document(content="Conclusion text.", meta={**paper, "section": "Abstract: Conclusion"}),
+                 Document(content="Aim text.", meta={"source_id": "PMID:2", "title": "Another paper",
+                                                     "section": "Abstract"}),
+                 Document(content="Methods text.", meta={**paper, "section": "Methods"})]
+    messages = ChatPromptBuilder(template=template).run(question="Does it work?", documents=documents)["prompt"]
+    user = messages[-1].text
+    assert user.count("Erlotinib in EGFR-mutant lung cancer") == 1 and user.count("Another paper") == 1
+    assert "[PMC1] Erlotinib in EGFR-mutant lung cancer (PLoS ONE, 2016), Abstract: Conclusion:\nConclusion text." \
+        in user
+    assert "[PMC1] Methods:\nMethods text." in user and "[PMID:2] Another paper (PubMed, n.d.), Abstract:" in user
