@@ -519,6 +519,8 @@ def _local_model_lines(pipeline_name: str) -> list[str]:
         lines.append(f"  {report['problem']}")
     if report.get("llama_cpp"):
         lines.append(f"  llama.cpp: {report['llama_cpp']}")
+    if report.get("llama_cpp_build") or report.get("llama_cpp_lib"):
+        lines.append(f"  llama.cpp build: {report.get('llama_cpp_build') or report['llama_cpp_lib']}")
     lines.append(f"  log: {report['log']}")
     return lines
 

@@ -20,10 +20,12 @@ pick_python() {
 }
 
 REBUILD_LLAMA=0
+FAST_LLAMA=0
 for arg in "$@"; do
   case "$arg" in
     --rebuild-llama) REBUILD_LLAMA=1 ;;
-    *) echo "usage: scripts/install.sh [--rebuild-llama]" >&2; exit 2 ;;
+    --fast-llama) FAST_LLAMA=1 ;;
+    *) echo "usage: scripts/install.sh [--rebuild-llama] [--fast-llama]" >&2; exit 2 ;;
   esac
 done
 
@@ -57,8 +59,50 @@ WHEELS=${PMC_RAG_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmc-rag/wheels}
 LLAMA_WHEELS="$WHEELS/llama-cpp-python-$LLAMA_VERSION-$LLAMA_TARGET-$(echo "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-8)"
 LLAMA_STAMP=$VENV/.pmc-rag-llama
 
+# --fast-llama: a second build of llama.cpp with the AVX-512 kernels this CPU reports (and AMX where it has it),
+# unpacked beside the portable one into $VENV/llama-cpp-fast/lib. It is asked for, not built by default: it costs
+# another compile of about 4 minutes on 2 cores. The model server uses it only after it has passed a trial in a
+# child process on the CPU it runs on (pmc_rag/local_llm/fast_build.py); otherwise the portable build serves.
+fast_llama() {
+  local flags cmake wheels
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+  if [ "$(uname -m)" != x86_64 ] || ! grep -qw avx512f <<<"$flags"; then
+    echo "==> No AVX-512 on this CPU: the portable llama.cpp build is the fastest it can run"; return 0
+  fi
+  cmake="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=ON"
+  grep -qw avx512vbmi <<<"$flags" && cmake="$cmake -DGGML_AVX512_VBMI=ON"
+  grep -qw avx512_vnni <<<"$flags" && cmake="$cmake -DGGML_AVX512_VNNI=ON"
+  grep -qw avx512_bf16 <<<"$flags" && cmake="$cmake -DGGML_AVX512_BF16=ON"
+  grep -qw amx_tile <<<"$flags" && cmake="$cmake -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON -DGGML_AMX_BF16=ON"
+  cmake="$cmake ${PMC_RAG_LLAMA_CMAKE_ARGS:-}"
+  wheels="$WHEELS/llama-cpp-python-$LLAMA_VERSION-avx512-$(echo "$cmake" | sha256sum | cut -c1-8)"
+  if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    echo "==> Compiling llama-cpp-python $LLAMA_VERSION with AVX-512 kernels (once; several minutes)"
+    mkdir -p "$wheels"
+    CMAKE_ARGS="$cmake" "${pip[@]}" wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
+      "llama-cpp-python==$LLAMA_VERSION" -w "$wheels.partial" && mv "$wheels.partial"/*.whl "$wheels"/
+    rm -rf "$wheels.partial"
+  fi
+  rm -rf "$VENV/llama-cpp-fast" && mkdir -p "$VENV/llama-cpp-fast"
+  "$VENV/bin/python" - "$wheels" "$VENV/llama-cpp-fast" "$cmake" <<'PY'
+import pathlib, sys, zipfile
+wheel = next(pathlib.Path(sys.argv[1]).glob("llama_cpp_python-*.whl"))
+target = pathlib.Path(sys.argv[2])
+with zipfile.ZipFile(wheel) as archive:
+    for name in archive.namelist():
+        if name.startswith("llama_cpp/lib/"):
+            archive.extract(name, target / "unpacked")
+(target / "unpacked" / "llama_cpp" / "lib").rename(target / "lib")
+(target / "build.txt").write_text(f"{wheel.name}\n{sys.argv[3].strip()}\n")
+PY
+  rm -rf "$VENV/llama-cpp-fast/unpacked"
+  echo "==> Fast llama.cpp build in $VENV/llama-cpp-fast (used after a trial on this CPU; PMC_RAG_LLAMA_BUILD=portable turns it off)"
+}
+
 want=$( (cat pyproject.toml; echo "$LLAMA_WHEELS") | sha256sum | cut -d' ' -f1)
+pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
 if [ "$REBUILD_LLAMA" = 0 ] && [ -x "$VENV/bin/pmc-rag" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+  if [ "$FAST_LLAMA" = 1 ]; then fast_llama; fi
   exit 0
 fi
 
@@ -67,7 +111,6 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "==> Creating $VENV with $python"
   "$python" -m venv "$VENV"
 fi
-pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
 
 # The CPU build of torch goes in first: left to sentence-transformers, pip would fetch the newest CUDA build
 # (several GB). A local wheel that pip already knows about (its find-links) is used if there is one; otherwise
@@ -99,3 +142,4 @@ fi
 echo "==> Installing pmc-rag and its dependencies (the first time takes several minutes)"
 "${pip[@]}" install --quiet --editable '.[test]'
 echo "$want" > "$STAMP"
+if [ "$FAST_LLAMA" = 1 ]; then fast_llama; fi

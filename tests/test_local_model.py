@@ -438,3 +438,62 @@ def test_a_yaml_that_names_another_model_restarts_the_server_with_it(tmp_path):
     finally:
         new.stop()
         old.stop()
+
+
+@pytest.fixture
+def fake_fast_build(tmp_path, monkeypatch):
+    """A "fast build" folder holding copies of the installed (portable) libraries, so that a passing trial is a
+    real one, on a CPU said to have AVX-512 whether or not it has; trial markers go to a home of the test's own."""
+    import shutil
+
+    import llama_cpp
+
+    from pmc_rag.local_llm import fast_build
+
+    folder = tmp_path / "llama-cpp-fast"
+    shutil.copytree(Path(llama_cpp.__file__).parent / "lib", folder / "lib", symlinks=True)
+    monkeypatch.setattr(fast_build, "FAST_BUILD_DIR", folder)
+    monkeypatch.setattr(fast_build, "cpu_flags", lambda: {"avx512f", "avx2"})
+    monkeypatch.setattr(fast_build, "home", lambda: tmp_path / "home")
+    return folder / "lib"
+
+
+def test_a_fast_build_that_crashes_in_its_trial_is_passed_over_for_the_portable_one(fake_fast_build, monkeypatch):
+    from pmc_rag.local_llm import fast_build
+    from pmc_rag.models import assemble_llm
+
+    monkeypatch.setattr(fast_build, "TRIAL_SCRIPT", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    server = LocalModelServer(LocalModelSpec(model=MODEL, url=f"http://127.0.0.1:{free_port()}/v1",
+                                             model_path=str(assemble_llm(MODEL)), idle_minutes=2))
+    try:
+        report = server.ensure_running()
+        assert report["llama_cpp_lib"].startswith("portable")  # it serves, with the build that works
+        assert "the fast build failed its trial on this CPU: killed by signal 11" in server.build
+        assert "killed by signal 11" in "\n".join(server.log_tail())
+        assert server.smoke_test(max_tokens=4)[0] > 0
+    finally:
+        server.stop()
+    assert not list((fake_fast_build.parents[1] / "home").rglob("*.works-on-*"))  # tried again at the next start
+
+
+def test_a_fast_build_that_passes_its_trial_serves_and_the_pass_is_remembered(fake_fast_build, monkeypatch):
+    from pmc_rag.local_llm import fast_build
+    from pmc_rag.models import assemble_llm
+
+    model_path = str(assemble_llm(MODEL))
+    environment, why = fast_build.llama_build_environment(model_path)
+    assert environment == {"LLAMA_CPP_LIB_PATH": str(fake_fast_build)} and why.startswith("fast")
+    [marker] = (fake_fast_build.parents[1] / "home").rglob("*.works-on-*")
+    assert Path(model_path).name in marker.name
+    server = LocalModelServer(LocalModelSpec(model=MODEL, url=f"http://127.0.0.1:{free_port()}/v1",
+                                             model_path=model_path, idle_minutes=2))
+    try:
+        assert server.ensure_running()["llama_cpp_lib"] == str(fake_fast_build)
+        assert server.smoke_test(max_tokens=4)[0] > 0
+    finally:
+        server.stop()
+    monkeypatch.setenv("PMC_RAG_LLAMA_BUILD", "portable")
+    assert fast_build.llama_build_environment(model_path)[0] == {}
+    monkeypatch.delenv("PMC_RAG_LLAMA_BUILD")
+    monkeypatch.setattr(fast_build, "cpu_flags", lambda: {"avx2"})
+    assert fast_build.llama_build_environment(model_path) == ({}, "portable (this CPU has no AVX-512)")

@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
 
     info = {"model": args.model, "model_path": path, "pid": os.getpid(), "n_ctx": args.n_ctx,
             "llama_cpp_python": llama_cpp.__version__, "extra_buffer_types": False,
+            "llama_cpp_lib": os.environ.get("LLAMA_CPP_LIB_PATH") or "portable (the installed wheel's)",
             "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
             "load_s": round(time.monotonic() - started, 2)}
     print(f"pmc-rag-llm: loaded {path} in {info['load_s']} s; llama.cpp: {info['system_info']}", flush=True)

@@ -35,6 +35,7 @@ from urllib.error import HTTPError
 from urllib.parse import urlparse
 from urllib.request import Request, urlopen
 
+from pmc_rag.local_llm.fast_build import LIB_PATH_ENV, llama_build_environment
 from pmc_rag.paths import home
 
 log = logging.getLogger("pmc_rag.local_llm")
@@ -120,6 +121,7 @@ class LocalModelServer:
         # stays for the next question until `idle_minutes` have passed.
         self.exit_with_this_process = False
         self.problem: str | None = None  # why it is not running, for notes and /health
+        self.build: str | None = None  # which llama.cpp build the last start chose, and why
         self.restarts = 0
         self.last_exit: str | None = None
         self._lock = threading.Lock()
@@ -154,12 +156,14 @@ class LocalModelServer:
         """What `pmc-rag status` and `/health` show. Asks the server (2 s at most) unless the watcher runs."""
         report: dict[str, Any] = {"model": self.spec.model, "url": self.spec.url, "log": str(self.log_path),
                                   "restarts": self.restarts}
+        if self.build:
+            report["llama_cpp_build"] = self.build
         if self.last_exit:
             report["last_exit"] = self.last_exit
         live = self._cached_health if self.watching else self._safe_health()
         if live:
             report.update(state="running", pid=live.get("pid"), busy_s=live.get("busy_s"),
-                          llama_cpp=live.get("system_info"))
+                          llama_cpp=live.get("system_info"), llama_cpp_lib=live.get("llama_cpp_lib"))
         elif self.problem:
             report.update(state="failed", problem=self.problem)
         else:
@@ -231,8 +235,12 @@ class LocalModelServer:
                 f"model server. Fix: stop that program, or give `local_model.url` (and the generator's "
                 f"`api_base_url`) another port in the pipeline YAML. Answers quote passages until it runs.")
         environment = {**os.environ, API_KEY_ENV: api_key(), "PYTHONUNBUFFERED": "1"}
+        environment.pop(LIB_PATH_ENV, None)  # which llama.cpp build serves is decided here, after its trial
+        build, self.build = llama_build_environment(self._model_file())
+        environment.update(build)
         with self.log_path.open("ab") as log_file:
-            log_file.write(f"\n== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
+            log_file.write(f"\n== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n"
+                           f"== llama.cpp build: {self.build}\n".encode())
             log_file.flush()
             self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -257,6 +265,15 @@ class LocalModelServer:
         raise LocalModelError(
             f"the local model server did not answer within {self.spec.start_timeout:g} s of starting (log: "
             f"{self.log_path}); raise `local_model.start_timeout` in the YAML on a slow machine")
+
+    def _model_file(self) -> str | None:
+        """The GGUF the server will load, if it is in place (the fast build's trial loads it)."""
+        from pmc_rag.models import EMBEDDED_LLMS, is_verified
+
+        if self.spec.model_path:
+            return self.spec.model_path
+        registered = EMBEDDED_LLMS.get(self.spec.model)
+        return str(registered.path) if registered and is_verified(registered) else None
 
     def _start_failure(self, code: int) -> str:
         lines = self.log_tail()
