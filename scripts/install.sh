@@ -59,6 +59,17 @@ WHEELS=${PMC_RAG_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmc-rag/wheels}
 LLAMA_WHEELS="$WHEELS/llama-cpp-python-$LLAMA_VERSION-$LLAMA_TARGET-$(echo "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-8)"
 LLAMA_STAMP=$VENV/.pmc-rag-llama
 
+# compile_llama FOLDER CMAKE_ARGS WHAT: a llama-cpp-python wheel into FOLDER, unless one is there already.
+compile_llama() {
+  if ! ls "$1"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    echo "==> Compiling llama-cpp-python $LLAMA_VERSION $3 (once; several minutes)"
+    mkdir -p "$1"
+    CMAKE_ARGS="$2" "${pip[@]}" wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
+      "llama-cpp-python==$LLAMA_VERSION" -w "$1.partial" && mv "$1.partial"/*.whl "$1"/
+    rm -rf "$1.partial"
+  fi
+}
+
 # --fast-llama: a second build of llama.cpp with the AVX-512 kernels this CPU reports (and AMX where it has it),
 # unpacked beside the portable one into $VENV/llama-cpp-fast/lib. It is asked for, not built by default: it costs
 # another compile of about 4 minutes on 2 cores. The model server uses it only after it has passed a trial in a
@@ -76,13 +87,7 @@ fast_llama() {
   grep -qw amx_tile <<<"$flags" && cmake="$cmake -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON -DGGML_AMX_BF16=ON"
   cmake="$cmake ${PMC_RAG_LLAMA_CMAKE_ARGS:-}"
   wheels="$WHEELS/llama-cpp-python-$LLAMA_VERSION-avx512-$(echo "$cmake" | sha256sum | cut -c1-8)"
-  if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-    echo "==> Compiling llama-cpp-python $LLAMA_VERSION with AVX-512 kernels (once; several minutes)"
-    mkdir -p "$wheels"
-    CMAKE_ARGS="$cmake" "${pip[@]}" wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
-      "llama-cpp-python==$LLAMA_VERSION" -w "$wheels.partial" && mv "$wheels.partial"/*.whl "$wheels"/
-    rm -rf "$wheels.partial"
-  fi
+  compile_llama "$wheels" "$cmake" "with AVX-512 kernels"
   rm -rf "$VENV/llama-cpp-fast" && mkdir -p "$VENV/llama-cpp-fast"
   "$VENV/bin/python" - "$wheels" "$VENV/llama-cpp-fast" "$cmake" <<'PY'
 import pathlib, sys, zipfile
@@ -126,13 +131,7 @@ fi
 # into a wheel folder named after the target and flags, never taken from pip's cache (which keys a build by
 # version alone, so it would hand back a build made for another CPU).
 if [ "$REBUILD_LLAMA" = 1 ]; then rm -rf "$LLAMA_WHEELS"; fi
-if ! ls "$LLAMA_WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-  echo "==> Compiling llama-cpp-python $LLAMA_VERSION for CPU target $LLAMA_TARGET (once; several minutes)"
-  mkdir -p "$LLAMA_WHEELS"
-  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "${pip[@]}" wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
-    "llama-cpp-python==$LLAMA_VERSION" -w "$LLAMA_WHEELS.partial" && mv "$LLAMA_WHEELS.partial"/*.whl "$LLAMA_WHEELS"/
-  rm -rf "$LLAMA_WHEELS.partial"
-fi
+compile_llama "$LLAMA_WHEELS" "$LLAMA_CMAKE_ARGS" "for CPU target $LLAMA_TARGET"
 if [ "$(cat "$LLAMA_STAMP" 2>/dev/null)" != "$LLAMA_WHEELS" ]; then
   echo "==> Installing llama-cpp-python $LLAMA_VERSION ($LLAMA_TARGET)"
   "${pip[@]}" install --quiet --no-deps --force-reinstall "$LLAMA_WHEELS"/llama_cpp_python-*.whl
