@@ -135,3 +135,16 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
     assert "Index already holds 2 chunks: nothing to ingest." in again.stdout
     assert "Ready. Next" in again.stdout
     make_store(table_name).delete_table()
+
+
+def test_model_list_names_every_embedded_model_and_install_refuses_an_unknown_one():
+    listed = pmc_rag("model", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert any(line.startswith("qwen2.5-0.5b-instruct: ") and line.endswith("; installed") for line in lines)
+    for name in ("qwen2.5-coder-1.5b-instruct", "smollm2-135m-instruct", "gemma-3-270m"):
+        assert any(line.startswith(f"{name}: ") for line in lines), listed.stdout
+    unknown = pmc_rag("model", "install", "gpt-9")
+    assert unknown.returncode == 1 and "no embedded model is called 'gpt-9'" in unknown.stderr
+    unnamed = pmc_rag("model", "install")
+    assert unnamed.returncode != 0 and "name the model to install" in unnamed.stderr
