@@ -502,6 +502,8 @@ def _check_local_model(pipeline_name: str) -> None:
         return
     print(f"Local model server ({spec.model}) at {spec.url}: answered a test prompt in {seconds:.1f} s "
           f"({tokens_per_s:.0f} tokens/s); log {server.log_path}")
+    if server.build:  # known when this command started it
+        print(f"  llama.cpp build: {server.build}")
 
 
 def _local_model_lines(pipeline_name: str) -> list[str]:
