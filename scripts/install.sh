@@ -54,7 +54,9 @@ case "$LLAMA_TARGET" in
   native)    LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON" ;;
   *) echo "PMC_RAG_LLAMA_CPU must be x86-64-v3, baseline or native, not '$LLAMA_TARGET'" >&2; exit 2 ;;
 esac
-LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS ${PMC_RAG_LLAMA_CMAKE_ARGS:-}"   # extra flags of your own, e.g. for a GPU
+# Without the multimodal library (mtmd, for image input; never loaded by pmc-rag): 40 s less to compile on 2 cores.
+NO_MULTIMODAL="-DLLAVA_BUILD=OFF"
+LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS $NO_MULTIMODAL ${PMC_RAG_LLAMA_CMAKE_ARGS:-}"   # extra flags of your own, e.g. for a GPU
 WHEELS=${PMC_RAG_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pmc-rag/wheels}
 LLAMA_WHEELS="$WHEELS/llama-cpp-python-$LLAMA_VERSION-$LLAMA_TARGET-$(echo "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-8)"
 LLAMA_STAMP=$VENV/.pmc-rag-llama
@@ -85,7 +87,7 @@ fast_llama() {
   grep -qw avx512_vnni <<<"$flags" && cmake="$cmake -DGGML_AVX512_VNNI=ON"
   grep -qw avx512_bf16 <<<"$flags" && cmake="$cmake -DGGML_AVX512_BF16=ON"
   grep -qw amx_tile <<<"$flags" && cmake="$cmake -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON -DGGML_AMX_BF16=ON"
-  cmake="$cmake ${PMC_RAG_LLAMA_CMAKE_ARGS:-}"
+  cmake="$cmake $NO_MULTIMODAL ${PMC_RAG_LLAMA_CMAKE_ARGS:-}"
   wheels="$WHEELS/llama-cpp-python-$LLAMA_VERSION-avx512-$(echo "$cmake" | sha256sum | cut -c1-8)"
   compile_llama "$wheels" "$cmake" "with AVX-512 kernels"
   rm -rf "$VENV/llama-cpp-fast" && mkdir -p "$VENV/llama-cpp-fast"
