@@ -15,6 +15,7 @@ from pmc_rag.components.answer import Reference
 from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 from pmc_rag.components.empty_reply_generator import EmptyReplyGenerator
 from pmc_rag.components.excerpt_budget import ExcerptBudget
+from pmc_rag.components.question_sentences import QuestionSentences
 from pmc_rag.components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
 from pmc_rag.components.section_chunker import SectionChunker
 
@@ -384,12 +385,31 @@ def test_a_generator_that_timed_out_is_skipped_for_a_while_and_tried_again_after
     assert generator.run(messages="Q?")["meta"]["successful_chat_generator_index"] == 0 and hung.calls == 4
 
 
+def test_question_sentences_keep_what_the_question_asks_about_in_order_and_leave_short_excerpts_whole():
+    results = ("Erlotinib was given to 46 patients. The weather was mild that year. Median progression-free survival "
+               "with erlotinib was 11 months. Follow-up lasted two years. Rash was the most common adverse event.")
+    long = Document(id="c1", content=results, meta={"source_id": "PMC1", "section": "Results"})
+    short = Document(id="c2", content="Erlotinib improved survival.", meta={"source_id": "PMC2"})
+    kept = QuestionSentences(min_words=10, max_sentences=2).run(
+        documents=[long, short], question="Does erlotinib improve progression-free survival?")["documents"]
+    assert [d.id for d in kept] == ["c1", "c2"] and kept[0].meta == long.meta  # same excerpts, same labels
+    assert kept[0].content == ("Erlotinib was given to 46 patients. Median progression-free survival with erlotinib "
+                               "was 11 months.")
+    assert kept[1].content == "Erlotinib improved survival."
+    nothing_shared = QuestionSentences(min_words=10, max_sentences=2).run(
+        documents=[long], question="Is aspirin safe in pregnancy?")["documents"]
+    assert nothing_shared[0].content == "Erlotinib was given to 46 patients."  # its first sentence, not nothing
+    with pytest.raises(ValueError, match="max_sentences at least 1"):
+        QuestionSentences(max_sentences=0)
+
+
 @pytest.mark.parametrize("component", [
     CitationVerifier(attribution_threshold=0.4, source_id_field="sid"),
     CitedAnswerBuilder(min_support=0.2, extractive_sentences=2, specific_word_max_share=0.05),
     ExcerptBudget(max_tokens=900, max_excerpts=3, chars_per_token=2.5, tokens_per_excerpt_label=30),
     EmptyReplyGenerator(),
     RememberingFallbackChatGenerator(chat_generators=[EmptyReplyGenerator()], skip_after_timeout_s=5),
+    QuestionSentences(min_words=40, max_sentences=2),
 ], ids=lambda c: type(c).__name__)
 def test_serialization_round_trip(component):
     data = component.to_dict()

@@ -133,13 +133,14 @@ def test_a_model_that_cannot_load_is_a_start_up_error_naming_the_yaml_key(rag_fi
         pipeline.warm_up()
 
 
-@pytest.mark.parametrize("name", ["rag_abbrev", "rag_evidence", "rag_context", "rag_structured"])
+@pytest.mark.parametrize("name", ["rag_abbrev", "rag_evidence", "rag_context", "rag_structured",
+                                  "rag_short_excerpts"])
 def test_each_optional_stage_is_a_yaml_variant_that_answers(rag_files, name):
     table, folder = rag_files
     pipeline = load_declared_pipeline(pipeline_file_for(name, table, folder))
     answer = answer_question(pipeline, "Does first-line erlotinib help NSCLC patients with an EGFR mutation?")
     stage = {"rag_abbrev": "expander", "rag_evidence": "evidence_boost", "rag_context": "context",
-             "rag_structured": "reader"}[name]
+             "rag_structured": "reader", "rag_short_excerpts": "sentences"}[name]
     assert answer["timings_ms"][stage] > 0
     assert answer["references"]
     assert {r["source_id"] for r in answer["references"]} <= {s["source_id"] for s in answer["sources"]
