@@ -131,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--crisis", action="store_true",
                           help="the crisis check on the labelled messages (evaluation/datasets/crisis_messages.json): "
                                "misses and false alarms per set; no database")
+    evaluate.add_argument("--routes", nargs="?", const="default", default=None, metavar="FILE",
+                          help="the question router on labelled questions (default: evaluation/datasets/"
+                               "route_questions.json): accuracy per kind, dev and held-aside sets; no database")
     evaluate.add_argument("--out", default=None, metavar="DIR",
                           help="where results.json, chart.png and table.md go (default: .pmc-rag/eval/<time>/)")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -393,6 +396,11 @@ def _eval(args: argparse.Namespace) -> int:
 
         report = run_crisis(progress=not args.no_progress)
         return _write_side_report(args, "crisis", report, crisis_markdown(report))
+    if args.routes:
+        from pmc_rag.evaluation.routes import routes_markdown, run_routes
+
+        report = run_routes(progress=not args.no_progress, path=None if args.routes == "default" else args.routes)
+        return _write_side_report(args, "routes", report, routes_markdown(report))
     print(f"Database: {ensure_database().description}", file=sys.stderr)
     # One warning per question that Ollama is unreachable would bury the progress bars; each record names the
     # model that answered and those that failed.

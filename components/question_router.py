@@ -1,0 +1,307 @@
+"""Decides what kind of question a message is, so the answering pipeline can take the path that suits it."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+
+from pmc_rag.components.citations import ID_PATTERN, normalise_id
+
+ROUTES = ("single", "summarise", "compare", "several", "overview", "multi_step")
+
+# A DOI written without "doi:", as people paste them.
+_BARE_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\]\),;?]+)")
+_SUMMARY_VERB = re.compile(
+    r"\b(?:summar(?:y|ies|i[sz]e[ds]?|i[sz]ing)|tl;?dr|main findings|key (?:results|findings)|outline|"
+    r"overview|what (?:does|did) .{3,120}? (?:report|find|show|conclude)|what (?:were|are) the (?:main |key )?"
+    r"(?:results|findings|conclusions)|briefly,? what)\b", re.IGNORECASE)
+# "the FIELT trial", "the MmPPOX paper", "'Why Most Published Research Findings Are False'"
+_NAMED_PAPER = re.compile(
+    r"(?:\bthe (?P<phrase>[^?.;:]{2,120}?) (?:paper|study|trial|article|meta-analysis|review|analysis|report|"
+    r"cohort study|validation study|pilot study|serology study|systematic review))\b"
+    r"|\bthe (?:paper|study|trial|article|meta-analysis|review) (?:on|about|of|titled|called) (?P<subject>[^?;:]{4,160})"
+    r"|(?P<quoted>['\"\u2018\u201c][^'\"\u2019\u201d]{8,300}['\"\u2019\u201d])", re.IGNORECASE)
+_TOPIC_WORDS = re.compile(r"\b(?:evidence|literature|research|studies|papers|what is known)\b", re.IGNORECASE)
+_OVERVIEW = re.compile(
+    r"\b(?:what is known (?:about|on)|what do (?:studies|papers|researchers|we know)|what does the (?:literature|"
+    r"evidence|research) say|overview(?: of)?|(?:summari[sz]e|review) the (?:evidence|literature|research|studies)|"
+    r"what have (?:researchers|studies) (?:found|shown)|tell me about|list (?:the )?(?:studies|papers|trials)|"
+    r"across the (?:papers|studies)|state of (?:the )?(?:research|evidence))\b", re.IGNORECASE)
+_COMPARE = re.compile(
+    r"\b(?:compare[ds]?|comparing|comparison|contrast(?:ed|ing)?(?!-)|versus|vs\.?|differences? between|"
+    r"differ(?:s|ed)? (?:between|from)|similarities|(?:agree|disagree|consistent|inconsistent)\w* (?:on|about|with)|better than|worse than|(?:more|less) (?:effective|accurate|"
+    r"common|likely) than|than (?:for|in) (?:men|women|children|adults))\b", re.IGNORECASE)
+# "A or B ... which", "which works better ... : A, B or C"
+_WHICH_OF = re.compile(r"\bwhich\b[^?]*\b(?:better|more|best|worse)\b|\b(?:better|best)\b[^?]*\bor\b",
+                       re.IGNORECASE)
+# The first results name something that a second search must look up.
+_SECOND_SEARCH = re.compile(
+    r"(?:,? and|;) (?:what|which|where|how|is|are|do|does)\b[^?]*\b(?:other (?:papers|studies|trials)|elsewhere|else|"
+    r"(?:that|those|this|these) (?:drug|drugs|mutation|mutations|marker|gene|genes|enzyme|family|inhibitor|"
+    r"equation|questionnaire|intervention|condition|outcome|cohort|pathogen|programmes?)|in that cohort|"
+    r"in the corpus)\b", re.IGNORECASE)
+_PART_START = re.compile(r"(?:^|\s)(?:\d[).]|also,?|and separately:?|two questions:?)\s", re.IGNORECASE)
+# "What was the response rate, and how long did ... last?": a second question joined by "and".
+_JOINED_QUESTION = re.compile(r",? and (?=(?:how|what|why|which|where|when|who|is it|are they|was it|were they|did it|"
+                              r"does it|do they|should|can it)\b)", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
+
+
+@component
+class QuestionRouter:
+    """
+    Says which kind of question a message is, and sends what each kind needs down its own path.
+
+    Kinds (`route`): `single` (one finding, the default path), `summarise` (a named paper), `compare` (two or
+    more named subjects), `several` (more than one question in one message), `overview` ("what is known about
+    ..."), `multi_step` (the first results name something a second search must look up).
+
+    Layers, in order:
+    1. Rules: ids (PMC, PMID, DOI, `doc:`), a named paper ("the FIELT trial") with a summary verb, "vs",
+       "compare", "what is known about", several question marks or numbered parts. They decide when they match.
+    2. Similarity to labelled exemplars: when no rule matches, the question's embedding (the query embedder's,
+       so it costs no model call) is compared with labelled questions; if most of its `k` nearest share a kind
+       (similarity-weighted share at least `min_share`), that is the kind.
+    3. Otherwise the question takes the default path, `single`: a plain search answers any question, so an unsure
+       router costs an answer its shape, never the answer.
+
+    A route left out of `routes` is never chosen (its questions take the `single` path): that is how a pipeline
+    YAML turns a route off.
+
+    Outputs go only where they are used, so the paths that do not apply do not run: `search_question` and
+    `search_embedding` (to the retrievers) for every route but `summarise`; `paper` (the paper's id or a phrase
+    of its title) for `summarise`; `subqueries` (one search per subject or part) for `compare` and `several`.
+    `route`, `route_layer` (rule, exemplars or default) and `subjects` always.
+
+    Usage:
+    ```python
+    from pmc_rag.components.question_router import QuestionRouter
+
+    router = QuestionRouter()
+    router.warm_up()                          # embeds the exemplars once
+    router.run(question="Summarise PMC4816447", query_embedding=[...])
+    # {"route": "summarise", "route_layer": "rule", "paper": "PMC4816447", "subjects": [], ...}
+    ```
+    """
+
+    def __init__(self, *, routes: list[str] | None = None, exemplars: str | None = None, k: int = 5,
+                 min_share: float = 0.7, model: str = "sentence-transformers/all-MiniLM-L6-v2"):
+        """
+        :param routes: The routes that may be chosen, besides `single` (always there); None: all of them.
+        :param exemplars: A JSON file of labelled questions (`{"questions": [{"question", "kind", "set"}]}`); rows
+            whose set is `held_aside` are never used. None: the questions shipped in
+            `pmc_rag/evaluation/datasets/route_questions.json`; "" (empty): no similarity layer.
+        :param k: How many nearest exemplars vote.
+        :param min_share: The similarity-weighted share of the `k` nearest that must agree on a kind.
+        :param model: The embedding model the exemplars are embedded with: the query embedder's, since the
+            question's embedding comes from it.
+        """
+        unknown = sorted(set(routes or ()) - set(ROUTES))
+        if unknown:
+            raise ValueError(f"unknown routes {unknown}: the routes are {', '.join(ROUTES)}")
+        self.routes = list(routes) if routes is not None else list(ROUTES[1:])
+        self.exemplars = exemplars
+        self.k = k
+        self.min_share = min_share
+        self.model = model
+        self._vectors: Any = None
+        self._kinds: list[str] = []
+        self._texts: list[str] = []
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, routes=self.routes, exemplars=self.exemplars, k=self.k,
+                               min_share=self.min_share, model=self.model)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QuestionRouter:
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        if self._vectors is not None or self.exemplars == "":
+            return
+        import numpy as np
+
+        from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+        rows = [r for r in labelled_route_questions(self.exemplars) if r.get("set") != "held_aside"]
+        embedder = OnnxTextEmbedder(model=self.model, normalize_embeddings=True)
+        embedder.warm_up()
+        self._vectors = np.asarray([embedder.run(text=r["question"])["embedding"] for r in rows], dtype="float32")
+        self._kinds = [r["kind"] for r in rows]
+        self._texts = [r["question"] for r in rows]
+
+    @component.output_types(route=str, route_layer=str, subjects=list[str], search_question=str,
+                            search_embedding=list[float], paper=str, subqueries=list[str])
+    def run(self, question: str, query_embedding: list[float] | None = None) -> dict[str, Any]:
+        """
+        :param question: The question as asked.
+        :param query_embedding: Its embedding (normalised), for the similarity layer and the semantic retriever.
+        """
+        route, layer, paper = self.decide(question, query_embedding)
+        result: dict[str, Any] = {"route": route, "route_layer": layer, "subjects": []}
+        if route == "summarise":
+            result["paper"] = paper or _paper_phrase(question)
+            return result
+        result["search_question"] = question
+        if query_embedding is not None:
+            result["search_embedding"] = query_embedding
+        if route == "compare":
+            result["subjects"] = compared_subjects(question)
+            if len(result["subjects"]) >= 2:
+                topic = _topic_of(question, result["subjects"])
+                result["subqueries"] = [f"{subject} {topic}".strip() for subject in result["subjects"]]
+        elif route == "several":
+            parts = question_parts(question)
+            if len(parts) >= 2:
+                result["subqueries"] = parts
+        return result
+
+    def decide(self, question: str, query_embedding: list[float] | None = None, *, leave_out: bool = False
+               ) -> tuple[str, str, str | None]:
+        """(route, layer, the named paper's id or None). `leave_out`: an exemplar with the question's own text
+        does not vote (for measuring the router on the questions its exemplars come from)."""
+        route, layer, paper = self._rule(question)
+        if route is None:
+            route, layer = self._nearest(query_embedding, question if leave_out else None)
+        if route != "single" and route not in self.routes:
+            route, layer = "single", f"{layer}, route off"
+        return route, layer, paper
+
+    def _rule(self, question: str) -> tuple[str | None, str, str | None]:
+        text = " ".join(question.split())
+        ids = [normalise_id(m) for m in ID_PATTERN.finditer(text)] + [f"doi:{m.group(1).rstrip('.').lower()}"
+                                                                      for m in _BARE_DOI.finditer(text)
+                                                                      if "doi:" not in text.lower()]
+        named = _NAMED_PAPER.search(text)
+        if _SECOND_SEARCH.search(text):
+            return "multi_step", "rule", None
+        if _SUMMARY_VERB.search(text) and (ids or (named and not (named.group("phrase")
+                                                                   and _TOPIC_WORDS.search(named.group("phrase"))))):
+            return "summarise", "rule", ids[0] if ids else None
+        if ids and len(text.split()) <= 4:  # a bare id: the paper itself is wanted
+            return "summarise", "rule", ids[0]
+        if len(question_parts(text)) >= 2:
+            return "several", "rule", None
+        if _COMPARE.search(text) or (_WHICH_OF.search(text) and len(compared_subjects(text)) >= 2):
+            return "compare", "rule", None
+        if _OVERVIEW.search(text):
+            return "overview", "rule", None
+        return None, "", None
+
+    def _nearest(self, query_embedding: list[float] | None, leave_out: str | None = None) -> tuple[str, str]:
+        if self._vectors is None or query_embedding is None or not len(self._kinds):
+            return "single", "default"
+        import numpy as np
+
+        similarities = self._vectors @ np.asarray(query_embedding, dtype="float32")
+        if leave_out is not None:
+            similarities = np.where(np.asarray(self._texts) == leave_out, -1.0, similarities)
+        nearest = np.argsort(-similarities)[: self.k]
+        weights = np.clip(similarities[nearest], 1e-6, None)
+        votes: dict[str, float] = {}
+        for index, weight in zip(nearest, weights):
+            votes[self._kinds[index]] = votes.get(self._kinds[index], 0.0) + float(weight)
+        kind, weight = max(votes.items(), key=lambda item: item[1])
+        if weight / float(weights.sum()) >= self.min_share:
+            return kind, "exemplars"
+        return "single", "default"
+
+
+def labelled_route_questions(path: str | None = None) -> list[dict[str, Any]]:
+    """The labelled questions of a route question file (None: the shipped one)."""
+    if path:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)["questions"]
+    shipped = resources.files("pmc_rag.evaluation") / "datasets" / "route_questions.json"
+    return json.loads(shipped.read_text(encoding="utf-8"))["questions"]
+
+
+def question_parts(question: str) -> list[str]:
+    """The separate questions in a message: split at question marks and at "1)", "Also,", "And separately";
+    parts of fewer than three words stay with their neighbour."""
+    pieces = [p for p in re.split(r"(?<=\?)\s+|;\s+(?=[a-z]+\b[^;]*\?)", question.strip()) if p.strip()]
+    parts: list[str] = []
+    pieces = [p for piece in pieces for p in _JOINED_QUESTION.split(piece)]
+    for piece in pieces:
+        for sub in (s.strip() for s in _PART_START.split(" " + piece) if s and s.strip()):
+            if parts and (len(_WORD.findall(sub)) < 3 or len(_WORD.findall(parts[-1])) < 3):
+                parts[-1] = f"{parts[-1]} {sub}"
+            else:
+                parts.append(sub)
+    return parts if len(parts) >= 2 else [question.strip()]
+
+
+_SUBJECT_SPLIT = re.compile(
+    r"\s*(?:,?\s+\b(?:versus|vs\.?|or|and|with|to|than)\b\s+|,\s+)\s*", re.IGNORECASE)
+_LEAD = re.compile(
+    r"^.*?\b(?:compare[ds]?|contrast|between|is|does|do|how does|how do|which (?:works|is) (?:better|more \w+)"
+    r"(?: for [^:]+)?:?)\s+", re.IGNORECASE)
+_TAIL = re.compile(r"\s+(?:in|for|among|on|after|during|regarding)\s+.*$|\s*[-:?].*$", re.IGNORECASE)
+
+
+def compared_subjects(question: str) -> list[str]:
+    """The subjects a comparison names ("erlotinib", "osimertinib"), by the words around "vs", "compare ... with",
+    "between ... and", "better than", "A, B or C"."""
+    text = " ".join(question.split()).rstrip("?. ")
+    for marker in (r"\bvs\.?\s|\bversus\b", r"\bbetter than\b|\bworse than\b|\bthan\b", r"\bcompared? with\b|\bcompared? to\b"):
+        match = re.search(marker, text, re.IGNORECASE)
+        if match:
+            left = _LEAD.sub("", text[: match.start()]).strip(" ,:")
+            left = re.sub(r"^(?:the |is |does |how does |how do )", "", left, flags=re.IGNORECASE)
+            right = _TAIL.sub("", text[match.end():]).strip(" ,:")
+            subjects = [_last_phrase(left), _first_phrase(right)]
+            return [s for s in subjects if s]
+    match = re.search(r"\bbetween (.+?) and (.+?)(?:\s+(?:in|for|among|on)\s|$)", text, re.IGNORECASE)
+    if match:
+        return [_first_phrase(match.group(1)), _first_phrase(match.group(2))]
+    match = re.search(r"\b(?:compare|contrast)\s+(.+?)\s+(?:and|with|to)\s+(.+?)(?:\s+(?:in|for|among|on)\s|$)",
+                      text, re.IGNORECASE)
+    if match:
+        return [_first_phrase(match.group(1)), _first_phrase(match.group(2))]
+    colon = text.rsplit(":", 1)
+    listed = colon[1] if len(colon) == 2 else text
+    items = [i.strip() for i in re.split(r",\s*|\s+or\s+", listed) if i.strip()]
+    if 2 <= len(items) <= 4:
+        return [_first_phrase(i) for i in items]
+    match = re.search(r"\b([\w-]+(?: [\w-]+)?) or ([\w-]+(?: [\w-]+)?)\b", text)
+    return [match.group(1), match.group(2)] if match else []
+
+
+def _first_phrase(text: str) -> str:
+    return " ".join(_TAIL.sub("", text).split()[:4]).strip(" ,:")
+
+
+def _last_phrase(text: str) -> str:
+    words = text.split()
+    return " ".join(words[-3:]).strip(" ,:") if words else ""
+
+
+def _topic_of(question: str, subjects: list[str]) -> str:
+    """What is being compared about the subjects: the question's words outside them and the comparison words."""
+    text = question
+    for subject in subjects:
+        text = re.sub(re.escape(subject), " ", text, flags=re.IGNORECASE)
+    text = _COMPARE.sub(" ", text)
+    words = [w for w in _WORD.findall(text) if w.lower() not in _FUNCTION_WORDS]
+    return " ".join(words)
+
+
+_FUNCTION_WORDS = set("""
+a an the and or of in on for to with what which how does do did is are was were be than between about better worse
+this that these those it its their they there any from by as at into when where who why can could should would will
+find found say says report reported compare compared difference differences outcomes studies study papers evidence
+""".split())
+
+
+def _paper_phrase(question: str) -> str:
+    """The words that name the paper in a summary request: "Summarise the FIELT trial" -> "FIELT"."""
+    named = _NAMED_PAPER.search(question)
+    if named:
+        found = named.group("phrase") or named.group("subject") or named.group("quoted") or ""
+        found = re.sub(r"\s+(?:find|found|report|reported|show|showed|conclude|concluded)$", "", found.strip())
+        return found.strip("'\"\u2018\u2019\u201c\u201d ")
+    return _SUMMARY_VERB.sub(" ", question).strip(" ?.:")
