@@ -24,6 +24,7 @@ class Citation(BaseModel):
     number: int = Field(description="the citation's number in the answer text, [n]")
     source_id: str = Field(description="the cited paper: PMC id, PMID:n or doi:...")
     chunk_id: str = Field(description="the excerpt that supports the claim")
+    section: str | None = Field(None, description="the section of the paper that excerpt comes from")
     claim: str = Field(description="the sentence of the answer that cites it")
     evidence: str = Field(description="the sentence of the excerpt that best supports the claim")
     support: float | None = Field(None, description="share of the claim's content words found in the excerpt, 0-1")
@@ -131,6 +132,9 @@ class Answer(BaseModel):
         "answer", description="`answer`; or a fixed reply: `small_talk` (greetings, thanks) or `emergency` (points "
                               "to emergency services; nothing retrieved)")
     question: str = Field(description="the question as answered: whitespace normalised, personal data redacted")
+    route: str | None = Field(None, description=(
+        "the path that answered: `single` (one finding), `summarise` (a named paper), `compare`, `several` "
+        "(more than one question), `overview`; null where the pipeline has no router"))
     answer: str = Field(description="the displayed answer, with numbered citations `[1]`; every [n] is a checked "
                                     "citation")
     raw_answer: str = Field("", description="the model's reply as written, unchecked")
@@ -193,6 +197,9 @@ class Answer(BaseModel):
             where = ref.locator()
             lines.append(f"[{ref.number}] " + ". ".join(p for p in (ref.title or "Untitled abstract", venue, ids, where,
                                                                    ref.evidence_words()) if p))
+            sections = list(dict.fromkeys(c.section for c in self.citations if c.number == ref.number and c.section))
+            if self.route == "summarise" and sections:
+                lines.append(f"    sections cited: {'; '.join(sections)}")
             if ref.url:
                 lines.append(f"    {ref.url}")
             if ref.evidence:
@@ -204,7 +211,7 @@ class Answer(BaseModel):
         total = self.timings_ms.get("total", 0) / 1000
         by = self.model or ("no model (none was asked)" if self.flags.get("not_answered") else
                             "no model (passages quoted)")
-        lines += ["", f"Answered by {by} in {total:.1f} s"]
+        lines += ["", f"Answered by {by} in {total:.1f} s" + (f" (route: {self.route})" if self.route else "")]
         return "\n".join(lines)
 
 

@@ -105,6 +105,8 @@ class CitedAnswerBuilder:
         why_unanswered: str | None = None,
         topic_question: str | None = None,
         word_shares: dict[str, float] | None = None,
+        route: str | None = None,
+        uncovered: list[str] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -125,10 +127,29 @@ class CitedAnswerBuilder:
         :param why_unanswered: From `RelevanceGate`: why, in words (the note starts with it).
         :param topic_question: For a follow-up answered from its topic's papers: the topic question.
         :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`).
+        :param route: The path that answered (`QuestionRouter`): it is named in the answer, and a summary's note
+            says which of the paper's passages were read.
+        :param uncovered: The compared subjects (or parts of the question) no excerpt names (`ExcerptBalance`):
+            the answer says the papers do not speak to them.
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
+        answer = self._answer(question, documents, claims, removed_claims, invalid_citations, raw_answer,
+                              excerpts_dropped, generator_meta, replies, unanswered, why_unanswered, topic_question,
+                              word_shares, route)
+        if uncovered and not answer["flags"].get("not_answered"):
+            answer["notes"] = [*answer["notes"], (
+                f"No excerpt found names {quoted_words(uncovered)}: the indexed papers do not compare "
+                + ("them" if route == "compare" else "or answer that part of the question") + ".")]
+        answer["route"] = route
+        return {"answer": answer}
+
+    def _answer(self, question: str, documents: list[Document] | None, claims: list[dict[str, Any]] | None,
+                removed_claims: list[dict[str, Any]] | None, invalid_citations: list[str] | None, raw_answer: str,
+                excerpts_dropped: int, generator_meta: dict[str, Any] | None, replies: list[ChatMessage] | None,
+                unanswered: list[Document] | None, why_unanswered: str | None, topic_question: str | None,
+                word_shares: dict[str, float] | None, route: str | None) -> dict[str, Any]:
         if unanswered is not None:
-            return {"answer": self._not_answered(question, unanswered, why_unanswered)}
+            return self._not_answered(question, unanswered, why_unanswered)
         documents = documents or []
         by_id = by_paper(documents, self.source_id_field)
         removed_claims = removed_claims or []
@@ -157,9 +178,9 @@ class CitedAnswerBuilder:
         unaddressed = self._unaddressed(question, claims, topic_question, word_shares) if topic_question else []
         if unaddressed:
             closest = [chunks[0] for chunks in by_id.values()]
-            return {"answer": self._not_answered(question, closest, (
+            return self._not_answered(question, closest, (
                 f"The papers under discussion do not answer this: what they support says nothing about "
-                f"{quoted_words(unaddressed)}."), model_asked=True)}
+                f"{quoted_words(unaddressed)}."), model_asked=True)
         numbers: dict[str, int] = {}
         sentences, citations = [], []
         for claim in claims:
@@ -172,6 +193,7 @@ class CitedAnswerBuilder:
                     ((best_sentence(claim["text"], d.content or ""), d) for d in by_id[source_id]),
                     key=lambda pair: pair[0][1])
                 citations.append({"number": number, "source_id": source_id, "chunk_id": document.id,
+                                  "section": document.meta.get("section"),
                                   "claim": claim["text"], "evidence": evidence, "support": claim["support"],
                                   "attached": source_id in claim.get("attached", []),
                                   "recited_from": list(claim.get("recited_from", [])),
@@ -193,7 +215,11 @@ class CitedAnswerBuilder:
         if invalid_citations:
             notes.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
                          f"{', '.join(invalid_citations)}.")
-        if excerpts_dropped:
+        if excerpts_dropped and route == "summarise":
+            notes.append(f"The paper is longer than the model reads at once: {excerpts_dropped} of its passages were "
+                         "left out. The summary comes from its abstract and the first passages of its conclusion, "
+                         "results, discussion and methods; each citation names its section.")
+        elif excerpts_dropped:
             notes.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
         meta = {**(replies[0].meta if replies else {}), **(generator_meta or {})}
         model = meta["model"] if "model" in meta else meta.get("successful_chat_generator_class")
@@ -227,7 +253,7 @@ class CitedAnswerBuilder:
             "failed_generators": failed,
             "usage": meta.get("usage") or {},  # a streaming server may send none
         })
-        return {"answer": answer.model_dump()}
+        return answer.model_dump()
 
     def _displayable(self, question: str, claims: list[dict[str, Any]]
                      ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], str]:

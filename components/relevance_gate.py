@@ -91,7 +91,8 @@ class RelevanceGate:
     @component.output_types(documents=list[Document], unanswered=list[Document], why_unanswered=str)
     def run(self, documents: list[Document], scored: list[Document] | None = None,
             query_embedding: list[float] | None = None, unknown_words: list[str] | None = None,
-            topic_question: str | None = None, word_shares: dict[str, float] | None = None) -> dict[str, Any]:
+            topic_question: str | None = None, word_shares: dict[str, float] | None = None,
+            covering: list[str] | None = None) -> dict[str, Any]:
         """
         :param documents: The excerpts chosen for the prompt.
         :param scored: The semantic retriever's results, with their similarity scores.
@@ -103,6 +104,8 @@ class RelevanceGate:
             and `max_gap` holds nothing back: every excerpt comes from the papers under discussion, and the one
             with the detail asked for ("How many patients took part?") is seldom the closest to the question.
         :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`).
+        :param covering: Ids of excerpts chosen to cover one subject of a comparison or one part of a question
+            (`ExcerptBalance`): `max_gap` does not hold those back, since they are close to their part, not the whole.
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
             words.
@@ -120,7 +123,8 @@ class RelevanceGate:
             if self.max_gap is not None and not topic_question:
                 known = {d.id: d.score for d in scored}
                 kept = [d for d in documents
-                        if (similarity := known.get(d.id, _cosine(query_embedding, d.embedding))) is None
+                        if d.id in (covering or ())
+                        or (similarity := known.get(d.id, _cosine(query_embedding, d.embedding))) is None
                         or similarity >= best - self.max_gap] or documents
             if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
                 absent = self._absent_words(word_shares or {}, kept, asked)

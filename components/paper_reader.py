@@ -1,0 +1,159 @@
+"""Finds the paper a summary request names and gives its chunks in the paper's own order, within a token budget."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from haystack import Document, component, default_to_dict
+from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+from psycopg import sql
+
+from pmc_rag.components.citations import ID_PATTERN, content_words, normalise_id
+from pmc_rag.components.store_connection import connect, with_store_from_dict
+
+# Read first when a paper does not fit: what it found and concluded, then how, then why. Captions, supporting
+# information and back matter are never read (a caption is not a finding: issue 32).
+_PRIORITY = (("abstract", re.compile(r"", re.I)),
+             ("body", re.compile(r"^(?:conclusions?|summary)\b", re.I)),
+             ("body", re.compile(r"^results?\b|^findings\b", re.I)),
+             ("body", re.compile(r"^discussion\b", re.I)),
+             ("body", re.compile(r"^(?:materials and )?methods?\b|^patients and methods\b", re.I)),
+             ("body", re.compile(r"", re.I)))
+_NEVER = re.compile(r"^(?:abstract: )?(?:supporting information|supplementary|electronic supplementary|acknowledg|"
+                    r"funding|competing|author|abbreviations|references|ethics|(?:trial |systematic review )?"
+                    r"registration|editors' summary)", re.I)
+_BARE_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\]\),;?]+)")
+
+
+@component
+class PaperReader:
+    """
+    Resolves the paper a question names (a PMC id, PMID, DOI, `doc:` id, or a phrase of its title) and returns
+    its chunks in document order: what a summary is written from.
+
+    A paper longer than `max_tokens` is read in part: its abstract first, then the first chunks of its
+    conclusion, results, discussion and methods sections, in that order of preference, shown in the paper's own
+    order; captions and back matter never. `excerpts_dropped` counts what was left out, and the answer says so.
+
+    When no indexed paper matches, nothing goes to `documents`; `unanswered` gets the papers whose titles came
+    closest (if any) and `why_unanswered` says what was looked for, so the model is not asked.
+
+    Usage:
+    ```python
+    from pmc_rag.components.paper_reader import PaperReader
+
+    reader = PaperReader(document_store=store, max_tokens=2000)
+    reader.run(paper="PMC4816447")     # {"documents": [abstract, ..., conclusion], "excerpts_dropped": 30}
+    reader.run(paper="FIELT")          # the same paper, found by its title
+    ```
+    """
+
+    def __init__(self, *, document_store: PgvectorDocumentStore, max_tokens: int = 2000, max_excerpts: int = 8,
+                 chars_per_token: float = 3.0, tokens_per_excerpt_label: int = 40, min_title_share: float = 0.6,
+                 min_words: int = 8):
+        """
+        :param document_store: The store the chunks live in.
+        :param max_tokens: Tokens the chunks may take in the prompt (estimated as `ExcerptBudget` does).
+        :param max_excerpts: Most chunks to pass on.
+        :param min_title_share: A title phrase names a paper when at least this share of its content words are
+            in the paper's title, and no other title has as many.
+        :param min_words: Chunks of fewer words (a trial registration number) are not read.
+        """
+        self.document_store = document_store
+        self.max_tokens = max_tokens
+        self.max_excerpts = max_excerpts
+        self.chars_per_token = chars_per_token
+        self.tokens_per_excerpt_label = tokens_per_excerpt_label
+        self.min_title_share = min_title_share
+        self.min_words = min_words
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, document_store=self.document_store.to_dict(), max_tokens=self.max_tokens,
+                               max_excerpts=self.max_excerpts, chars_per_token=self.chars_per_token,
+                               tokens_per_excerpt_label=self.tokens_per_excerpt_label,
+                               min_title_share=self.min_title_share, min_words=self.min_words)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PaperReader:
+        return cls(**with_store_from_dict(data)["init_parameters"])
+
+    @component.output_types(documents=list[Document], unanswered=list[Document], why_unanswered=str,
+                            excerpts_dropped=int)
+    def run(self, paper: str) -> dict[str, Any]:
+        """
+        :param paper: The paper's id, or words of its title.
+        :returns: `documents` (the chunks read, in the paper's order) and `excerpts_dropped`; or, when no paper
+            matches, `unanswered` and `why_unanswered`.
+        """
+        with connect(self.document_store) as connection:
+            source_id, closest = self._resolve(connection, paper)
+        if source_id is None:
+            return {"unanswered": closest, "why_unanswered": (
+                f"No indexed paper is {paper!r}" if _ids_in(paper) else
+                f"No indexed paper's title matches {paper!r}") + (
+                ": ask with its PMC id, PMID or DOI, or with more words of its title." if not closest else
+                "; the closest titles are listed below. Ask with one of their ids to summarise it.")}
+        chunks = self.document_store.filter_documents(
+            {"field": "meta.source_id", "operator": "==", "value": source_id})
+        chunks.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
+        readable = [d for d in chunks if d.meta.get("section_kind") != "caption"
+                    and not _NEVER.match(str(d.meta.get("section") or ""))
+                    and len((d.content or "").split()) >= self.min_words]
+        chosen = self._within_budget(readable)
+        return {"documents": [d for d in readable if d.id in chosen], "excerpts_dropped": len(readable) - len(chosen)}
+
+    def _within_budget(self, chunks: list[Document]) -> set[str]:
+        chosen: set[str] = set()
+        used = 0
+        for kind, pattern in _PRIORITY:
+            for section_first_only in (True, False):
+                seen_sections: set[str] = set()
+                for chunk in chunks:
+                    section = str(chunk.meta.get("section") or "")
+                    top = section.split(" / ")[0]
+                    if chunk.id in chosen or chunk.meta.get("section_kind", "body") != kind or not pattern.search(top):
+                        continue
+                    if section_first_only and kind == "body" and section in seen_sections:
+                        continue
+                    seen_sections.add(section)
+                    cost = math.ceil(len(chunk.content or "") / self.chars_per_token) + self.tokens_per_excerpt_label
+                    if used + cost > self.max_tokens or len(chosen) >= self.max_excerpts:
+                        continue
+                    chosen.add(chunk.id)
+                    used += cost
+        return chosen
+
+    def _resolve(self, connection: Any, paper: str) -> tuple[str | None, list[Document]]:
+        table = sql.Identifier(self.document_store.schema_name, self.document_store.table_name)
+        ids = _ids_in(paper)
+        if ids:
+            wanted = ids[0]
+            digits = re.sub(r"\D", "", wanted) if wanted.startswith(("PMC", "PMID")) else None
+            row = connection.execute(sql.SQL(
+                "SELECT meta->>'source_id' FROM {} WHERE meta->>'source_id' = %(id)s "
+                "OR meta->>'pmcid' = %(id)s OR (%(digits)s::text IS NOT NULL AND meta->>'pmid' = %(digits)s "
+                "AND %(pmid)s) OR lower(meta->>'doi') = %(doi)s LIMIT 1").format(table),
+                {"id": wanted, "digits": digits, "pmid": wanted.startswith("PMID"),
+                 "doi": wanted[4:] if wanted.startswith("doi:") else None}).fetchone()
+            return (row[0] if row else None), []
+        words = sorted(set(content_words(paper)))
+        if not words:
+            return None, []
+        patterns = [f"%{w}%" for w in words]
+        rows = connection.execute(sql.SQL(
+            "SELECT DISTINCT meta->>'source_id', meta->>'title', meta->>'year' FROM {} "
+            "WHERE meta->>'title' ILIKE ANY(%s) LIMIT 500").format(table), (patterns,)).fetchall()
+        scored = sorted(((sum(w in set(content_words(title)) for w in words) / len(words), source_id, title, year)
+                         for source_id, title, year in rows), reverse=True)
+        if scored and scored[0][0] >= self.min_title_share and (len(scored) == 1 or scored[1][0] < scored[0][0]):
+            return scored[0][1], []
+        closest = [Document(content=title, meta={"source_id": source_id, "title": title, "year": year})
+                   for share, source_id, title, year in scored[:3] if share > 0]
+        return None, closest
+
+
+def _ids_in(text: str) -> list[str]:
+    return [normalise_id(m) for m in ID_PATTERN.finditer(text)] + [
+        f"doi:{m.group(1).rstrip('.').lower()}" for m in _BARE_DOI.finditer(text) if "doi:" not in text.lower()]
