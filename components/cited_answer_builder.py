@@ -107,6 +107,8 @@ class CitedAnswerBuilder:
         word_shares: dict[str, float] | None = None,
         route: str | None = None,
         uncovered: list[str] | None = None,
+        subqueries: list[str] | None = None,
+        subjects: list[str] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -131,11 +133,15 @@ class CitedAnswerBuilder:
             says which of the paper's passages were read.
         :param uncovered: The compared subjects (or parts of the question) no excerpt names (`ExcerptBalance`):
             the answer says the papers do not speak to them.
+        :param subqueries: One search per compared subject or part of the question (`QuestionRouter`): when the
+            answer falls back to quotations, each gets its own, so a comparison quotes both sides.
+        :param subjects: What a comparison compares, in the order of `subqueries`: each one's quotation comes from
+            an excerpt that names it.
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
         answer = self._answer(question, documents, claims, removed_claims, invalid_citations, raw_answer,
                               excerpts_dropped, generator_meta, replies, unanswered, why_unanswered, topic_question,
-                              word_shares, route)
+                              word_shares, route, subqueries, subjects)
         if uncovered and not answer["flags"].get("not_answered"):
             answer["notes"] = [*answer["notes"], (
                 f"No excerpt found names {quoted_words(uncovered)}: the indexed papers do not compare "
@@ -147,7 +153,8 @@ class CitedAnswerBuilder:
                 removed_claims: list[dict[str, Any]] | None, invalid_citations: list[str] | None, raw_answer: str,
                 excerpts_dropped: int, generator_meta: dict[str, Any] | None, replies: list[ChatMessage] | None,
                 unanswered: list[Document] | None, why_unanswered: str | None, topic_question: str | None,
-                word_shares: dict[str, float] | None, route: str | None) -> dict[str, Any]:
+                word_shares: dict[str, float] | None, route: str | None, subqueries: list[str] | None,
+                subjects: list[str] | None) -> dict[str, Any]:
         if unanswered is not None:
             return self._not_answered(question, unanswered, why_unanswered)
         documents = documents or []
@@ -165,12 +172,18 @@ class CitedAnswerBuilder:
         supported = [c for c in claims if c["cited"] and self._supported(c)]
         extractive = not supported
         if extractive:
-            claims = self._extract(question, documents, topic_question)
+            claims = self._extract_per_part(subqueries, subjects or [], documents) if subqueries else \
+                self._extract(question, documents, topic_question)
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
                          "the papers' findings instead." if left_out and raw_answer.strip() else
                          "The model's answer could not be checked against the sources, so this answer quotes the "
                          "most relevant passages instead." if raw_answer.strip() else
                          "No model answer was available, so this answer quotes the most relevant passages.")
+        elif subqueries and subjects:
+            claims, quoted_for = self._with_each_subject(claims, supported, subqueries, subjects, documents)
+            if quoted_for:
+                notes.append(f"The model's answer says nothing of {quoted_words(quoted_for)}: what the papers "
+                             "found about it is quoted.")
         if verdict_withheld:
             notes.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
                          "supports states it. Read the papers' findings " + ("quoted" if extractive else "cited")
@@ -330,6 +343,42 @@ class CitedAnswerBuilder:
         # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
         # reader sees what was found (the note says these are passages, not an answer)
         return claims or self._quotations(question_words, own_words, documents, findings_only=False)
+
+    def _with_each_subject(self, claims: list[dict[str, Any]], supported: list[dict[str, Any]], parts: list[str],
+                           subjects: list[str], documents: list[Document]) -> tuple[list[dict[str, Any]], list[str]]:
+        """A comparison whose supported claims name only some of its subjects: a quotation for each of the others
+        (from an excerpt naming it) is added, so both sides are shown when the excerpts hold evidence for both.
+        Returns the claims and the subjects quoted for."""
+        said = content_words(" ".join(c["text"] for c in supported))
+        quoted_for = []
+        for part, subject in zip(parts, subjects):
+            if not content_words(subject) or content_words(subject) <= said:
+                continue
+            added = [c for c in self._extract_per_part([part], [subject], documents)
+                     if c["text"] not in {x["text"] for x in claims}]
+            if added:
+                claims = claims + added
+                quoted_for.append(subject)
+        return claims, quoted_for
+
+    def _extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document]
+                          ) -> list[dict[str, Any]]:
+        """One quotation per compared subject or part of the question, in their order, none twice: for a subject,
+        from the excerpts that name it; for a part, from those sharing most of its words first. (The whole
+        question's words would choose one side of a comparison only.)"""
+        claims: list[dict[str, Any]] = []
+        for index, part in enumerate(parts):
+            words = content_words(subjects[index]) if index < len(subjects) else set()
+            if words:
+                pool = [d for d in documents
+                        if words <= content_words(f"{d.meta.get('title') or ''} {d.content or ''}")]
+            else:
+                pool = sorted(documents, key=lambda d: -len(content_words(part) & content_words(d.content or "")))
+            quoted = next((c for c in self._extract(part, pool) if c["text"] not in {q["text"] for q in claims}),
+                          None)
+            if quoted is not None:
+                claims.append(quoted)
+        return claims
 
     def _quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
                     findings_only: bool) -> list[dict[str, Any]]:

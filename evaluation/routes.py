@@ -77,3 +77,86 @@ def routes_markdown(report: dict[str, Any]) -> str:
         lines.append(f"- {item['set']}: {item['kind']} taken for {item['route']} ({item['layer']}): "
                      f"{item['question']!r}")
     return "\n".join(lines)
+
+
+def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str = "dev", path: str | None = None,
+                      progress: bool = True, offset: int = 0) -> dict[str, Any]:
+    """Answer the first `per_kind` questions of each kind (of `question_set`) with each pipeline; per pipeline and
+    kind: the route taken, papers cited per answer, answers citing two or more papers, for summaries whether only
+    the named paper is cited and every citation names its section, "not answered", and time p50/p95.
+
+    The figures are checked against the labels, not by the answering pipeline's own checker: the named paper of
+    a summary request, the subjects of a comparison (each must be named in a cited paper's evidence sentences).
+    """
+    from pmc_rag.answer_service import AnswerService
+    from pmc_rag.components.citations import content_words
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    questions = [q for q in labelled_route_questions(path) if q["set"] == question_set]
+    chosen: list[dict[str, Any]] = []
+    for kind in ROUTES:
+        chosen += [q for q in questions if q["kind"] == kind][offset: offset + per_kind]
+    records: list[dict[str, Any]] = []
+    for name in pipelines:
+        service = AnswerService(load_declared_pipeline(name), name=f"eval-routes {name}")
+        for number, row in enumerate(chosen, 1):
+            started = time.perf_counter()
+            answer, _ = service.answer_for_evaluation(row["question"])
+            seconds = time.perf_counter() - started
+            cited = list(dict.fromkeys(c["source_id"] for c in answer.get("citations", [])))
+            evidence = " ".join(c.get("evidence") or "" for c in answer.get("citations", []))
+            subjects_named = [s for s in row.get("subjects", []) if content_words(s)
+                              and content_words(s) <= content_words(evidence)]
+            records.append({
+                "pipeline": name, "id": row["id"], "kind": row["kind"], "route": answer.get("route"),
+                "question": row["question"], "answer": answer.get("answer"), "cited": cited,
+                "not_answered": bool(answer.get("flags", {}).get("not_answered")),
+                "quoted": bool(answer.get("flags", {}).get("extractive_fallback")),
+                "named_paper_only": bool(cited) and set(cited) <= set(row.get("papers") or []) if row.get("papers")
+                and row["kind"] == "summarise" else None,
+                "sections_given": all(c.get("section") for c in answer.get("citations", [])) if cited else None,
+                "subjects": row.get("subjects", []), "subjects_in_evidence": subjects_named, "seconds": seconds})
+            if progress:
+                print(f"  {name} {number}/{len(chosen)} {row['kind']:<10} route={answer.get('route')} "
+                      f"cited={len(cited)} {seconds:.1f} s", flush=True)
+    return {"records": records, "per_kind": per_kind, "set": question_set, "pipelines": pipelines,
+            "summary": _route_answer_summary(records)}
+
+
+def _route_answer_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[(record["pipeline"], record["kind"])].append(record)
+    for (pipeline, kind), group in groups.items():
+        seconds = sorted(r["seconds"] for r in group)
+        summaries = [r for r in group if r["named_paper_only"] is not None]
+        compares = [r for r in group if len(r["subjects"]) >= 2]
+        rows.append({
+            "pipeline": pipeline, "kind": kind, "questions": len(group),
+            "route_right": sum(r["route"] == kind for r in group) if any(r["route"] for r in group) else None,
+            "papers_cited_mean": sum(len(r["cited"]) for r in group) / len(group),
+            "two_or_more_papers": sum(len(r["cited"]) >= 2 for r in group),
+            "named_paper_only": sum(bool(r["named_paper_only"]) for r in summaries) if summaries else None,
+            "sections_given": sum(bool(r["sections_given"]) for r in group if r["cited"]),
+            "all_subjects_in_evidence": sum(len(r["subjects_in_evidence"]) == len(r["subjects"]) for r in compares)
+            if compares else None,
+            "not_answered": sum(r["not_answered"] for r in group), "quoted": sum(r["quoted"] for r in group),
+            "p50_s": seconds[len(seconds) // 2], "p95_s": seconds[min(len(seconds) - 1, int(len(seconds) * 0.95))]})
+    return rows
+
+
+def route_answers_markdown(report: dict[str, Any]) -> str:
+    lines = [f"Set `{report['set']}`, the first {report['per_kind']} questions of each kind.", "",
+             "| pipeline | kind | n | route right | papers cited (mean) | >= 2 papers | named paper only | "
+             "every subject in cited evidence | not answered | quoted | p50 s | p95 s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    blank = "–"
+    for r in report["summary"]:
+        lines.append(
+            f"| {r['pipeline']} | {r['kind']} | {r['questions']} | "
+            f"{blank if r['route_right'] is None else r['route_right']} | {r['papers_cited_mean']:.2f} | "
+            f"{r['two_or_more_papers']} | {blank if r['named_paper_only'] is None else r['named_paper_only']} | "
+            f"{blank if r['all_subjects_in_evidence'] is None else r['all_subjects_in_evidence']} | "
+            f"{r['not_answered']} | {r['quoted']} | {r['p50_s']:.1f} | {r['p95_s']:.1f} |")
+    return "\n".join(lines)

@@ -133,7 +133,9 @@ def _parser() -> argparse.ArgumentParser:
                                "misses and false alarms per set; no database")
     evaluate.add_argument("--routes", nargs="?", const="default", default=None, metavar="FILE",
                           help="the question router on labelled questions (default: evaluation/datasets/"
-                               "route_questions.json): accuracy per kind, dev and held-aside sets; no database")
+                               "route_questions.json): accuracy per kind, dev and held-aside sets; no database. "
+                               "With --pipelines: answers --limit questions of each kind (default 8) with each "
+                               "pipeline and reports per kind (papers cited, the named paper, subjects, time)")
     evaluate.add_argument("--out", default=None, metavar="DIR",
                           help="where results.json, chart.png and table.md go (default: .pmc-rag/eval/<time>/)")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -396,6 +398,13 @@ def _eval(args: argparse.Namespace) -> int:
 
         report = run_crisis(progress=not args.no_progress)
         return _write_side_report(args, "crisis", report, crisis_markdown(report))
+    if args.routes and args.pipelines:
+        from pmc_rag.evaluation.routes import route_answers_markdown, run_route_answers
+
+        print(f"Database: {ensure_database().description}", file=sys.stderr)
+        report = run_route_answers(args.pipelines, per_kind=args.limit or 8, progress=not args.no_progress,
+                                   path=None if args.routes == "default" else args.routes, offset=args.offset)
+        return _write_side_report(args, "route-answers", report, route_answers_markdown(report))
     if args.routes:
         from pmc_rag.evaluation.routes import routes_markdown, run_routes
 

@@ -187,3 +187,53 @@ def test_a_single_finding_takes_rag_yml_s_path(routed):
     answer = answer_question(routed, "Is first-line erlotinib effective in advanced NSCLC with EGFR mutations?")
     assert answer["route"] == "single" and answer["timings_ms"]["ranker"] > 0
     assert "PMC4816447" in [r["source_id"] for r in answer["references"]]
+
+
+def test_rest_chat_and_mcp_reach_the_routes(routed, pmc_sample_table, tmp_path):
+    """A served routed pipeline: REST returns the route, chat answers a summary request from the named paper, and
+    the MCP tool's compact answer carries the route and each reference's sections."""
+    import yaml
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+    from pmc_rag.serving.mcp_tools import compact_answer
+
+    config = {"server": {"host": "127.0.0.1", "port": 1416}, "cache": {"max_entries": 0},
+              "uploads": {"pipeline": str(pipeline_file_for("indexing", pmc_sample_table, tmp_path))},
+              "endpoints": [{"name": "routed", "pipeline": str(pipeline_file_for("rag_routed", pmc_sample_table,
+                                                                                  tmp_path)),
+                             "kind": "answer", "rest": True, "chat": True, "parameters": ["filters", "top_k"]}]}
+    path = tmp_path / "hayhooks.yml"
+    path.write_text(yaml.safe_dump(config))
+    with TestClient(build_app(load_serve_config(path))) as client:
+        rest = client.post("/routed/run", json={"question": "Summarise PMC4816447"}).json()["result"]
+        chat = client.post("/v1/chat/completions", json={
+            "model": "routed", "messages": [{"role": "user", "content": "Give me a summary of the FIELT trial"}]})
+    assert rest["route"] == "summarise" and {r["source_id"] for r in rest["references"]} == {"PMC4816447"}
+    assert chat.status_code == 200 and "PMC4816447" in chat.json()["choices"][0]["message"]["content"]
+    compact = compact_answer(Answer.model_validate(rest))
+    assert compact["route"] == "summarise" and all(r["sections"] for r in compact["references"])
+
+
+def test_a_comparison_shows_both_sides_when_its_excerpts_hold_both():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    excerpts = [
+        _doc("a", "PMC1", "Erlotinib improved progression-free survival to 11 months in EGFR-mutant patients."),
+        _doc("b", "PMC2", "Osimertinib achieved a response rate of 25% in patients with exon 20 insertions.")]
+    routed = {"route": "compare", "subjects": ["erlotinib", "osimertinib"],
+              "subqueries": ["erlotinib EGFR-mutant lung cancer", "osimertinib EGFR-mutant lung cancer"]}
+    question = "How does erlotinib compare with osimertinib in EGFR-mutant lung cancer?"
+    builder = CitedAnswerBuilder()
+    # Quoted (no model answer): one finding per subject, where the whole question's words chose one paper only.
+    assert len(builder.run(question=question, documents=excerpts, claims=[])["answer"]["references"]) == 1
+    quoted = builder.run(question=question, documents=excerpts, claims=[], **routed)["answer"]
+    assert [r["source_id"] for r in quoted["references"]] == ["PMC1", "PMC2"]
+    # A model's answer about one side only: the other side's finding is added, and the note says so.
+    claim = {"text": "Erlotinib improved progression-free survival to 11 months", "cited": ["PMC1"], "support": 1.0,
+             "attached": [], "judgement": "supported"}
+    answered = builder.run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
+                           **routed)["answer"]
+    assert [r["source_id"] for r in answered["references"]] == ["PMC1", "PMC2"]
+    assert any("says nothing of 'osimertinib'" in note for note in answered["notes"])

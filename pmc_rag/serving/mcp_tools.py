@@ -48,9 +48,12 @@ def compact_answer(answer: Any) -> dict[str, Any]:
     """An answer as an agent needs it: the cited text, one reference per [n] with its supporting sentence."""
     return {
         "kind": answer.kind,  # `emergency`: a person may be in danger; the answer is where to get help, not papers
+        "route": answer.route,  # which path answered (a routed pipeline): summarise, compare, ...
         "answer": answer.answer,
         "references": [{"number": r.number, "source_id": r.source_id, "title": r.title, "journal": r.journal,
-                        "year": r.year, "url": r.url, "supporting_sentence": r.evidence}
+                        "year": r.year, "url": r.url, "supporting_sentence": r.evidence,
+                        "sections": list(dict.fromkeys(c.section for c in answer.citations
+                                                       if c.number == r.number and c.section))}
                        for r in sorted(answer.references, key=lambda r: r.number)],
         "notes": answer.notes,
         "flags": sorted(name for name, on in answer.flags.items() if on),
