@@ -166,6 +166,8 @@ class CitedAnswerBuilder:
             notes.append(f"The model's answer was cut off at its length limit: its unfinished last sentence "
                          f"(\"{cut_off}\") is left out.")
         claims, left_out, verdict_withheld = self._displayable(question, claims)
+        if route == "summarise":  # the model copies the excerpts' labels ("Abstract: Methods: ..."): the citation names it
+            claims = [{**c, "text": _without_section_label(c["text"], documents)} for c in claims]
         if left_out:
             notes.append(f"Left out {len(left_out)} sentence(s) that are not supported findings: " + "; ".join(
                 f"\"{text}\" ({why})" for text, why in left_out) + ".")
@@ -363,8 +365,8 @@ class CitedAnswerBuilder:
 
     def _extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document]
                           ) -> list[dict[str, Any]]:
-        """One quotation per compared subject or part of the question, in their order, none twice: for a subject,
-        from the excerpts that name it; for a part, from those sharing most of its words first. (The whole
+        """One quoted finding per compared subject or part of the question, in their order, none twice: for a
+        subject, from the excerpts that name it; for a part, from those sharing most of its words first. (The whole
         question's words would choose one side of a comparison only.)"""
         claims: list[dict[str, Any]] = []
         for index, part in enumerate(parts):
@@ -374,8 +376,9 @@ class CitedAnswerBuilder:
                         if words <= content_words(f"{d.meta.get('title') or ''} {d.content or ''}")]
             else:
                 pool = sorted(documents, key=lambda d: -len(content_words(part) & content_words(d.content or "")))
-            quoted = next((c for c in self._extract(part, pool) if c["text"] not in {q["text"] for q in claims}),
-                          None)
+            # Findings only: an aim, a method or a caption quoted for one side would read as evidence it is not.
+            found = self._quotations(content_words(part) or {""}, set(), pool, findings_only=True)
+            quoted = next((c for c in found if c["text"] not in {q["text"] for q in claims}), None)
             if quoted is not None:
                 claims.append(quoted)
         return claims
@@ -524,3 +527,12 @@ def _with_marks(text: str, marks: list[str]) -> str:
     if text and text[-1] in ".!?":
         return f"{text[:-1]} {joined}{text[-1]}"
     return f"{text} {joined}"
+
+
+def _without_section_label(text: str, documents: list[Document]) -> str:
+    """The sentence without a leading section label copied from the prompt ("Abstract: Results: 46 patients ...")."""
+    for section in sorted({str(d.meta.get("section") or "") for d in documents}, key=len, reverse=True):
+        if section and text.lower().startswith(section.lower() + ":"):
+            rest = text[len(section) + 1:].strip()
+            return rest[:1].upper() + rest[1:] if rest else text
+    return text

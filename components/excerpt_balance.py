@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import canonical_id, content_words
+
+
+# Sections that report what a study found: a subject's excerpt comes from one of these when any names it, so that
+# each side of a comparison is shown a finding, not an aim or a method.
+_FINDINGS = re.compile(r"result|conclusion|finding|discussion|summary|interpretation", re.IGNORECASE)
 
 
 @component
@@ -16,7 +22,8 @@ class ExcerptBalance:
 
     - `compare` and `several` (with `subqueries`, one search per subject or part): each subject or part gets the
       best excerpt that names it (all its content words, in the excerpt or its paper's title), from the ranked
-      excerpts if one is there, else from that subject's own search (`candidates`). Those go first, one per
+      excerpts if one is there, else from that subject's own search (`candidates`); one from a section that
+      reports findings (results, conclusions, discussion) before any other. Those go first, one per
       subject, then the rest in rank order. A subject that no excerpt names is reported in `uncovered`, so the
       answer can say the papers do not speak to it.
     - `overview`: at most `max_per_paper` excerpts of one paper, the places freed filled from the wider `pool`
@@ -81,8 +88,10 @@ class ExcerptBalance:
             words = content_words(subject)
             if not words:
                 continue
-            match = next((d for d in [*documents, *candidates]
-                          if d.id not in {c.id for c in chosen} and _names(d, words, parts)), None)
+            naming = [d for d in [*documents, *candidates]
+                      if d.id not in {c.id for c in chosen} and _names(d, words, parts)]
+            match = next((d for d in naming if _FINDINGS.search(str(d.meta.get("section") or ""))),
+                         naming[0] if naming else None)
             if match is None:
                 uncovered.append(subject)
             else:

@@ -168,6 +168,7 @@ def test_a_summary_cites_only_the_named_paper_with_each_citation_s_section(route
     assert "semantic" not in answer["timings_ms"] and answer["timings_ms"]["paper_reader"] > 0  # no search
     assert answer["references"] and {r["source_id"] for r in answer["references"]} == {"PMC4816447"}
     assert answer["citations"] and all(c["section"] for c in answer["citations"])
+    assert "Abstract: " not in answer["answer"]  # the excerpts' labels the model copies are not shown as text
     assert any("passages were left out" in note for note in answer["notes"])
     text = Answer.model_validate(answer).as_text()
     assert "sections cited: " in text and "(route: summarise)" in text
