@@ -28,6 +28,8 @@ ID_PATTERN = _ID = re.compile(
     r"|(?P<doc>\bdoc\s*:\s*(?P<doc_value>[0-9a-f]{16})\b)",
     re.IGNORECASE,
 )
+# A DOI written without "doi:", as people paste them ("10.1371/journal.pmed.1001473").
+_BARE_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\]\),;?]+)")
 # A bare bracketed number, "[2]", "[1, 3]", "[2-4]": it names no paper, yet a reader takes it for one of our
 # numbered citations, so it is removed like any citation to a paper the model was not shown.
 BARE_NUMBERS = re.compile(r"\[\s*\d{1,4}(?:\s*[-\u2013,;]\s*\d{1,4})*\s*\]")
@@ -58,6 +60,14 @@ def normalise_id(match: re.Match) -> str:
     if match.group("doc"):
         return f"doc:{match.group('doc_value').lower()}"
     return f"doi:{match.group('doi_value').rstrip('.').lower()}"
+
+
+def paper_ids(text: str) -> list[str]:
+    """The paper ids a text names, normalised, in order: PMC, PMID, `doi:` and `doc:` ids, and bare DOIs."""
+    ids = [normalise_id(m) for m in _ID.finditer(text)]
+    if "doi:" not in text.lower():
+        ids += [f"doi:{m.group(1).rstrip('.').lower()}" for m in _BARE_DOI.finditer(text)]
+    return ids
 
 
 def canonical_id(source_id: str) -> str:

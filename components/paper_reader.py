@@ -10,7 +10,7 @@ from haystack import Document, component, default_to_dict
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from psycopg import sql
 
-from pmc_rag.components.citations import ID_PATTERN, content_words, normalise_id
+from pmc_rag.components.citations import content_words, paper_ids
 from pmc_rag.components.store_connection import connect, with_store_from_dict
 
 # Read first when a paper does not fit: what it found and concluded, then how, then why. Captions, supporting
@@ -24,7 +24,6 @@ _PRIORITY = (("abstract", re.compile(r"", re.I)),
 _NEVER = re.compile(r"^(?:abstract: )?(?:supporting information|supplementary|electronic supplementary|acknowledg|"
                     r"funding|competing|author|abbreviations|references|ethics|(?:trial |systematic review )?"
                     r"registration|editors' summary)", re.I)
-_BARE_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\]\),;?]+)")
 
 
 @component
@@ -91,7 +90,7 @@ class PaperReader:
             source_id, closest = self._resolve(connection, paper)
         if source_id is None:
             return {"unanswered": closest, "why_unanswered": (
-                f"No indexed paper is {paper!r}" if _ids_in(paper) else
+                f"No indexed paper is {paper!r}" if paper_ids(paper) else
                 f"No indexed paper's title matches {paper!r}") + (
                 ": ask with its PMC id, PMID or DOI, or with more words of its title." if not closest else
                 "; the closest titles are listed below. Ask with one of their ids to summarise it.")}
@@ -127,7 +126,7 @@ class PaperReader:
 
     def _resolve(self, connection: Any, paper: str) -> tuple[str | None, list[Document]]:
         table = sql.Identifier(self.document_store.schema_name, self.document_store.table_name)
-        ids = _ids_in(paper)
+        ids = paper_ids(paper)
         if ids:
             wanted = ids[0]
             digits = re.sub(r"\D", "", wanted) if wanted.startswith(("PMC", "PMID")) else None
@@ -153,7 +152,3 @@ class PaperReader:
                    for share, source_id, title, year in scored[:3] if share > 0]
         return None, closest
 
-
-def _ids_in(text: str) -> list[str]:
-    return [normalise_id(m) for m in ID_PATTERN.finditer(text)] + [
-        f"doi:{m.group(1).rstrip('.').lower()}" for m in _BARE_DOI.finditer(text) if "doi:" not in text.lower()]

@@ -9,12 +9,10 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pmc_rag.components.citations import ID_PATTERN, normalise_id
+from pmc_rag.components.citations import paper_ids
 
 ROUTES = ("single", "summarise", "compare", "several", "overview", "multi_step")
 
-# A DOI written without "doi:", as people paste them.
-_BARE_DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\]\),;?]+)")
 _SUMMARY_VERB = re.compile(
     r"\b(?:summar(?:y|ies|i[sz]e[ds]?|i[sz]ing)|tl;?dr|main findings|key (?:results|findings)|outline|"
     r"overview|what (?:does|did) .{3,120}? (?:report|find|show|conclude)|what (?:were|are) the (?:main |key )?"
@@ -173,9 +171,7 @@ class QuestionRouter:
 
     def _rule(self, question: str) -> tuple[str | None, str, str | None]:
         text = " ".join(question.split())
-        ids = [normalise_id(m) for m in ID_PATTERN.finditer(text)] + [f"doi:{m.group(1).rstrip('.').lower()}"
-                                                                      for m in _BARE_DOI.finditer(text)
-                                                                      if "doi:" not in text.lower()]
+        ids = paper_ids(text)
         named = _NAMED_PAPER.search(text)
         if _SECOND_SEARCH.search(text):
             return "multi_step", "rule", None

@@ -4,7 +4,7 @@ across compared subjects, and pipelines/rag_routed.yml end to end with the embed
 from __future__ import annotations
 
 import pytest
-from haystack import Document, Pipeline
+from haystack import Document
 
 from pmc_rag.answering import answer_question
 from pmc_rag.components.answer import Answer
@@ -135,18 +135,6 @@ def test_a_paper_that_is_not_indexed_is_not_answered_and_says_what_was_looked_fo
     assert "documents" not in missing and "No indexed paper is 'PMC1'" in missing["why_unanswered"]
     unknown = reader.run(paper="unicorn horn regrowth")
     assert "documents" not in unknown and "title matches 'unicorn horn regrowth'" in unknown["why_unanswered"]
-
-
-@pytest.mark.parametrize("component", [
-    QuestionRouter(routes=["compare"], exemplars="", k=3, min_share=0.8),
-    ExcerptBalance(top_k=4, max_per_paper=2),
-], ids=lambda c: type(c).__name__)
-def test_serialization_round_trip(component):
-    data = component.to_dict()
-    assert type(component).from_dict(data).to_dict() == data
-    pipeline = Pipeline()
-    pipeline.add_component("c", component)
-    assert Pipeline.loads(pipeline.dumps(), allowed_modules=["components.*"]).get_component("c").to_dict() == data
 
 
 def test_paper_reader_serialization_round_trip(sample_store):
