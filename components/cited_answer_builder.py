@@ -109,6 +109,7 @@ class CitedAnswerBuilder:
         uncovered: list[str] | None = None,
         subqueries: list[str] | None = None,
         subjects: list[str] | None = None,
+        search_steps: list[str] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -137,6 +138,8 @@ class CitedAnswerBuilder:
             answer falls back to quotations, each gets its own, so a comparison quotes both sides.
         :param subjects: What a comparison compares, in the order of `subqueries`: each one's quotation comes from
             an excerpt that names it.
+        :param search_steps: What each search of a question in steps looked for and found (`FollowUpSearch`):
+            shown in the notes.
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
         answer = self._answer(question, documents, claims, removed_claims, invalid_citations, raw_answer,
@@ -146,6 +149,8 @@ class CitedAnswerBuilder:
             answer["notes"] = [*answer["notes"], (
                 f"No excerpt found names {quoted_words(uncovered)}: the indexed papers do not compare "
                 + ("them" if route == "compare" else "or answer that part of the question") + ".")]
+        if search_steps:
+            answer["notes"] = [*search_steps, *answer["notes"]]
         answer["route"] = route
         return {"answer": answer}
 

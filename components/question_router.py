@@ -71,8 +71,9 @@ class QuestionRouter:
     YAML turns a route off.
 
     Outputs go only where they are used, so the paths that do not apply do not run: `search_question` and
-    `search_embedding` (to the retrievers) for every route but `summarise`; `paper` (the paper's id or a phrase
-    of its title) for `summarise`; `subqueries` (one search per subject or part) for `compare` and `several`.
+    `search_embedding` (to the retrievers) for every route but `summarise` (for `multi_step`, the question's
+    first part); `paper` (the paper's id or a phrase of its title) for `summarise`; `subqueries` (one search per
+    subject or part) for `compare` and `several`; `follow_up` (the second part) for `multi_step`.
     `route`, `route_layer` (rule, exemplars or default) and `subjects` always.
 
     Usage:
@@ -133,7 +134,7 @@ class QuestionRouter:
         self._texts = [r["question"] for r in rows]
 
     @component.output_types(route=str, route_layer=str, subjects=list[str], search_question=str,
-                            search_embedding=list[float], paper=str, subqueries=list[str])
+                            search_embedding=list[float], paper=str, subqueries=list[str], follow_up=str)
     def run(self, question: str, query_embedding: list[float] | None = None) -> dict[str, Any]:
         """
         :param question: The question as asked.
@@ -152,6 +153,11 @@ class QuestionRouter:
             if len(result["subjects"]) >= 2:
                 topic = _topic_of(question, result["subjects"])
                 result["subqueries"] = [f"{subject} {topic}".strip() for subject in result["subjects"]]
+        elif route == "multi_step":
+            second = _SECOND_SEARCH.search(question)
+            if second and second.start() > 0:  # the first search is for the first part; FollowUpSearch does the rest
+                result["search_question"] = question[: second.start()].strip(" ,;")
+                result["follow_up"] = re.sub(r"^[,;\s]*(?:and\s+)?", "", question[second.start():]).strip()
         elif route == "several":
             parts = question_parts(question)
             if len(parts) >= 2:

@@ -240,15 +240,15 @@ def test_the_prompt_names_each_paper_once_and_labels_every_excerpt():
     from haystack import Document
     from haystack.components.builders import ChatPromptBuilder
 
-    template = resolve_pipeline_spec(PROJECT_ROOT / "pipelines" / "rag.yml")["components"]["prompt_builder"][
-        "init_parameters"]["template"]
+    settings = resolve_pipeline_spec(PROJECT_ROOT / "pipelines" / "rag.yml")["components"]["prompt_builder"][
+        "init_parameters"]
     paper = {"source_id": "PMC1", "title": "Erlotinib in EGFR-mutant lung cancer", "journal": "PLoS ONE",
              "year": 2016}
     documents = [Document(content="Conclusion text.", meta={**paper, "section": "Abstract: Conclusion"}),
                  Document(content="Aim text.", meta={"source_id": "PMID:2", "title": "Another paper",
                                                      "section": "Abstract"}),
                  Document(content="Methods text.", meta={**paper, "section": "Methods"})]
-    messages = ChatPromptBuilder(template=template).run(question="Does it work?", documents=documents)["prompt"]
+    messages = ChatPromptBuilder(**settings).run(question="Does it work?", documents=documents)["prompt"]
     user = messages[-1].text
     assert user.count("Erlotinib in EGFR-mutant lung cancer") == 1 and user.count("Another paper") == 1
     assert "[PMC1] Erlotinib in EGFR-mutant lung cancer (PLoS ONE, 2016), Abstract: Conclusion:\nConclusion text." \

@@ -137,9 +137,15 @@ def test_a_paper_that_is_not_indexed_is_not_answered_and_says_what_was_looked_fo
     assert "documents" not in unknown and "title matches 'unicorn horn regrowth'" in unknown["why_unanswered"]
 
 
-def test_paper_reader_serialization_round_trip(sample_store):
+def test_paper_reader_and_follow_up_search_serialization_round_trip(sample_store):
+    from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
+    from pmc_rag.components.follow_up_search import FollowUpSearch
+
     data = PaperReader(document_store=sample_store, max_tokens=1500).to_dict()
     assert PaperReader.from_dict(data).to_dict() == data
+    data = FollowUpSearch(retriever=PgvectorBM25Retriever(document_store=sample_store, top_k=2),
+                          max_searches=3).to_dict()
+    assert FollowUpSearch.from_dict(data).to_dict() == data
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +176,15 @@ def test_a_comparison_shows_the_model_evidence_on_both_subjects(routed):
     shown = {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
     assert {"PMC4816447", "PMC6580637"} <= shown  # the erlotinib trial and the osimertinib study
     assert {r["source_id"] for r in answer["references"]} <= shown
+
+
+def test_a_question_in_two_steps_names_each_search_in_its_notes(routed):
+    answer = answer_question(routed, "What mutation did the osimertinib paper study, and which other papers "
+                                     "mention that mutation?")
+    assert answer["route"] == "multi_step" and answer["timings_ms"]["follow_up_search"] > 0
+    assert answer["notes"][0].startswith("Search 1: the question's first part found")
+    shown = {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
+    assert {r["source_id"] for r in answer["references"]} <= shown  # nothing cited that was not retrieved
 
 
 def test_a_single_finding_takes_rag_yml_s_path(routed):
@@ -226,3 +241,43 @@ def test_a_comparison_shows_both_sides_when_its_excerpts_hold_both():
                            **routed)["answer"]
     assert [r["source_id"] for r in answered["references"]] == ["PMC1", "PMC2"]
     assert any("says nothing of 'osimertinib'" in note for note in answered["notes"])
+
+
+class FakeTextRetriever:
+    """A fake BM25 retriever (the real one is exercised by rag_routed.yml above): it returns the chunks that
+    contain the query's first word, outside the filtered-out papers, and the share of chunks holding each word."""
+
+    def __init__(self, chunks: list[Document]):
+        self.chunks = chunks
+        self.calls: list[str] = []
+
+    def run(self, query: str, filters: dict | None = None, top_k: int | None = None) -> dict:
+        self.calls.append(query)
+        excluded = set(filters["conditions"][0]["value"]) if filters else set()
+        word = query.split()[0].lower()
+        found = [c for c in self.chunks if word in c.content.lower() and c.meta["source_id"] not in excluded]
+        shares = {w.lower(): sum(w.lower() in c.content.lower() for c in self.chunks) / len(self.chunks)
+                  for w in query.split()}
+        return {"documents": found[: top_k or 3], "word_shares": shares}
+
+
+def test_a_question_in_two_steps_searches_again_for_what_the_first_results_name_and_stops():
+    from pmc_rag.components.follow_up_search import FollowUpSearch
+
+    first = [_doc("f1", "PMC1", "The FIELT trial treated 46 patients with erlotinib; erlotinib was tolerated.")]
+    others = [_doc("o1", "PMID:2", "Erlotinib caused rash in most patients."),
+              _doc("o2", "PMID:3", "Gefitinib and erlotinib were compared.")]
+    retriever = FakeTextRetriever(first + others)
+    question = "Which drug did the FIELT trial test, and what do other papers report about that drug?"
+    search = FollowUpSearch(retriever=retriever, max_searches=3, time_budget_s=5)
+    result = search.run(documents=first, question=question, follow_up="what do other papers report about that drug?")
+    assert [d.id for d in result["documents"]] == ["f1", "o1", "o2"]  # the first excerpts, then what was found
+    steps = result["steps"][0]
+    assert "Search 2: 'erlotinib'" in steps and "PMID:2, PMID:3" in steps
+    assert "Search 3" in steps  # then it looked again from those results, found nothing new, and stopped
+    assert len(retriever.calls) == 2  # one look-up of the name's corpus share, one search
+    # Not a two-step question: nothing is searched. No time left: no second search, and the notes say why.
+    assert search.run(documents=first, question="Is erlotinib safe?") == {"documents": first, "steps": []}
+    hurried = FollowUpSearch(retriever=retriever, max_searches=2, time_budget_s=-1).run(
+        documents=first, question=question, follow_up="what do other papers report about that drug?")
+    assert hurried["documents"] == first and "time budget" in hurried["steps"][0]

@@ -1,0 +1,138 @@
+"""A second search for questions whose first results name what must be looked up next."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from typing import Any
+
+from haystack import Document, component, default_to_dict
+from haystack.core.serialization import component_from_dict, component_to_dict
+
+from pmc_rag.components.citations import canonical_id, content_words
+
+# What a drug, gene, mutation or trial looks like in text: a drug suffix, or capitals and digits together.
+_DRUG = re.compile(r"^[a-z]{4,}(?:tinib|rafenib|mab|cillin|mycin|cycline|floxacin|azole|pril|sartan|statin|"
+                   r"parin|olol|dipine|prazole|tide|vir|platin|taxel|rubicin|amide|amine|idine|ine|one|ol)$")
+_CODE = re.compile(r"^(?=.*[A-Z])(?=.*\d)[A-Za-z0-9-]{3,}$|^[A-Z]{3,}[a-z]?$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,}")
+
+
+@component
+class FollowUpSearch:
+    """
+    For a question in two steps ("Which drug did the FIELT trial test, and what do other papers report about that
+    drug?"), finds in the first step's excerpts the thing the second step asks about ("erlotinib") and searches
+    again for it, in other papers; then again from those results, up to `max_searches` searches in all or
+    `time_budget_s`, whichever comes first. It stops early when a step names nothing new or finds no new paper.
+
+    What the first excerpts name is chosen among the words of the best paper's title and excerpts that the
+    question does not use: a word that reads as a drug, gene, mutation or trial name (a drug suffix, or capitals
+    with digits), the one used most, among those the index knows (the BM25 retriever's `word_shares`). Only
+    chunks that contain it count as found. The excerpts found are
+    added after the first ones (they are retrieved, so they may be cited; nothing else can be), and `steps` says
+    in words what each search looked for and found: the answer shows it in its notes.
+
+    Without `follow_up` (every other kind of question) the excerpts pass as they are and nothing is searched.
+
+    Usage:
+    ```python
+    from pmc_rag.components.follow_up_search import FollowUpSearch
+
+    search = FollowUpSearch(retriever=PgvectorBM25Retriever(document_store=store, top_k=3), max_searches=2)
+    search.run(documents=first_excerpts, question="Which drug did the FIELT trial test, and ...",
+               follow_up="what do other papers report about that drug?")
+    # {"documents": [...first, ...found], "steps": ["Search 1: ... Search 2: 'erlotinib' ..."]}
+    ```
+    """
+
+    def __init__(self, *, retriever: Any, max_searches: int = 2, time_budget_s: float = 5.0, per_search: int = 3,
+                 max_documents: int = 8):
+        """
+        :param retriever: A text retriever (`run(query, filters, top_k)`) that also returns `word_shares`:
+            `PgvectorBM25Retriever`.
+        :param max_searches: Searches in all, the question's own first search included (at least 2 to do anything).
+        :param time_budget_s: No further search starts once this much time has gone.
+        :param per_search: Chunks kept from each further search.
+        :param max_documents: The most excerpts passed on.
+        """
+        self.retriever = retriever
+        self.max_searches = max_searches
+        self.time_budget_s = time_budget_s
+        self.per_search = per_search
+        self.max_documents = max_documents
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, retriever=component_to_dict(self.retriever, "retriever"),
+                               max_searches=self.max_searches, time_budget_s=self.time_budget_s,
+                               per_search=self.per_search, max_documents=self.max_documents)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FollowUpSearch:
+        parameters = dict(data["init_parameters"])
+        retriever = parameters["retriever"]
+        from haystack.core.serialization import import_class_by_name
+
+        parameters["retriever"] = component_from_dict(import_class_by_name(retriever["type"]), retriever,
+                                                      "retriever")
+        return cls(**parameters)
+
+    def warm_up(self) -> None:
+        if hasattr(self.retriever, "warm_up"):
+            self.retriever.warm_up()
+
+    @component.output_types(documents=list[Document], steps=list[str])
+    def run(self, documents: list[Document], question: str = "", follow_up: str | None = None) -> dict[str, Any]:
+        """
+        :param documents: The first search's excerpts, best first.
+        :param question: The whole question (its words are not what is looked up).
+        :param follow_up: The question's second step (`QuestionRouter`, route `multi_step`); none: no search.
+        """
+        if not follow_up or not documents:
+            return {"documents": documents, "steps": []}
+        started = time.monotonic()
+        found = list(documents)
+        papers = {canonical_id(str(d.meta.get("source_id", ""))) for d in documents}
+        asked = content_words(question)
+        steps = [f"Search 1: the question's first part found {len(papers)} paper(s) ({', '.join(sorted(papers))})."]
+        latest = documents
+        for number in range(2, self.max_searches + 1):
+            if time.monotonic() - started > self.time_budget_s:
+                steps.append(f"Search {number} was not made: the time budget ({self.time_budget_s:g} s) was spent.")
+                break
+            name = self._named_thing(latest, asked)
+            if name is None:
+                steps.append(f"Search {number} was not made: the results name nothing new to look up.")
+                break
+            asked |= content_words(name)
+            # The name alone is searched: with the follow-up's words ("other papers report"), other subjects won.
+            filters = {"operator": "AND", "conditions": [
+                {"field": "meta.source_id", "operator": "not in", "value": sorted(papers)}]}
+            results = self.retriever.run(query=name, filters=filters, top_k=self.per_search)["documents"]
+            new = [d for d in results if name.lower() in f"{d.meta.get('title') or ''} {d.content or ''}".lower()]
+            steps.append(f"Search {number}: {name!r} (named by the first results) in other papers: "
+                         + (f"found {len(new)} excerpt(s) from " + ", ".join(
+                             sorted({canonical_id(str(d.meta.get('source_id', ''))) for d in new})) + "."
+                            if new else "found nothing."))
+            if not new:
+                break
+            found += new
+            papers |= {canonical_id(str(d.meta.get("source_id", ""))) for d in new}
+            latest = new
+        return {"documents": found[: self.max_documents], "steps": [" ".join(steps)]}
+
+    def _named_thing(self, documents: list[Document], asked: set[str]) -> str | None:
+        """The drug, gene, mutation or trial name that the best paper's title and excerpts use most and the
+        question does not, among those the index knows; None when there is none."""
+        top = canonical_id(str(documents[0].meta.get("source_id", "")))
+        text = " ".join([str(documents[0].meta.get("title") or "")] + [
+            d.content or "" for d in documents if canonical_id(str(d.meta.get("source_id", ""))) == top])
+        counts = Counter(w for w in _WORD.findall(text)
+                         if (_DRUG.match(w.lower()) or _CODE.match(w)) and not content_words(w) <= asked)
+        if not counts:
+            return None
+        candidates = [w for w, _ in counts.most_common(10)]
+        shares = self.retriever.run(query=" ".join(candidates), top_k=1).get("word_shares", {})
+        known = [w for w in candidates if 0 < shares.get(w.lower(), shares.get(w, 0))]
+        return known[0] if known else None
