@@ -13,10 +13,18 @@ from haystack.core.serialization import component_from_dict, component_to_dict
 from pmc_rag.components.citations import canonical_id, content_words
 
 # What a drug, gene, mutation or trial looks like in text: a drug suffix, or capitals and digits together.
-_DRUG = re.compile(r"^[a-z]{4,}(?:tinib|rafenib|mab|cillin|mycin|cycline|floxacin|azole|pril|sartan|statin|"
-                   r"parin|olol|dipine|prazole|tide|vir|platin|taxel|rubicin|amide|amine|idine|ine|one|ol)$")
+_DRUG = re.compile(r"^[a-z]{3,}(?:tinib|rafenib|ciclib|parib|mab|cillin|mycin|cycline|floxacin|quinolones?|azole|"
+                   r"pril|sartan|statin|parin|olol|dipine|prazole|vir|platin|taxel|rubicin|ionamide|formin|"
+                   r"glitazone|gliptin|lukast|terol|methasone|nisone|olone|codone|morphine|caine|zepam|azepine|"
+                   r"xetine|pramine|barbital)$")
 _CODE = re.compile(r"^(?=.*[A-Z])(?=.*\d)[A-Za-z0-9-]{3,}$|^[A-Z]{3,}[a-z]?$")
+# "that mutation", "those genes": the follow-up asks about a code-like name, not a drug.
+_CODE_POINTER = re.compile(r"\b(?:mutations?|genes?|markers?|variants?|alleles?|trials?|proteins?|receptors?)\b",
+                           re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,}")
+# Capitals that name no drug, gene or trial: file types of supporting information ("(DOC)"), statistics, places.
+_NOT_NAMES = set("""DOC DOCX PDF XLS XLSX TIF TIFF PNG PPT ZIP TXT CSV XML HTML
+CI OR HR RR SD SE IQR AUC ROC BMI ANOVA USA UK WHO NIH FDA DNA RNA PCR""".split())
 
 
 @component
@@ -28,8 +36,9 @@ class FollowUpSearch:
     `time_budget_s`, whichever comes first. It stops early when a step names nothing new or finds no new paper.
 
     What the first excerpts name is chosen among the words of the best paper's title and excerpts that the
-    question does not use: a word that reads as a drug, gene, mutation or trial name (a drug suffix, or capitals
-    with digits), the one used most, among those the index knows (the BM25 retriever's `word_shares`). Only
+    question does not use: a word that reads as a drug name (by its suffix), else as a gene, mutation or trial
+    name (capitals, with digits; these first when the follow-up asks about a mutation, gene or marker), the one
+    used most, among those the index knows (the BM25 retriever's `word_shares`). Only
     chunks that contain it count as found. The excerpts found are
     added after the first ones (they are retrieved, so they may be cited; nothing else can be), and `steps` says
     in words what each search looked for and found: the answer shows it in its notes.
@@ -101,7 +110,7 @@ class FollowUpSearch:
             if time.monotonic() - started > self.time_budget_s:
                 steps.append(f"Search {number} was not made: the time budget ({self.time_budget_s:g} s) was spent.")
                 break
-            name = self._named_thing(latest, asked)
+            name = self._named_thing(latest, asked, codes_first=bool(_CODE_POINTER.search(follow_up)))
             if name is None:
                 steps.append(f"Search {number} was not made: the results name nothing new to look up.")
                 break
@@ -110,7 +119,7 @@ class FollowUpSearch:
             filters = {"operator": "AND", "conditions": [
                 {"field": "meta.source_id", "operator": "not in", "value": sorted(papers)}]}
             results = self.retriever.run(query=name, filters=filters, top_k=self.per_search)["documents"]
-            new = [d for d in results if name.lower() in f"{d.meta.get('title') or ''} {d.content or ''}".lower()]
+            new = [d for d in results if _mentions(f"{d.meta.get('title') or ''} {d.content or ''}", name)]
             steps.append(f"Search {number}: {name!r} (named by the first results) in other papers: "
                          + (f"found {len(new)} excerpt(s) from " + ", ".join(
                              sorted({canonical_id(str(d.meta.get('source_id', ''))) for d in new})) + "."
@@ -122,17 +131,28 @@ class FollowUpSearch:
             latest = new
         return {"documents": found[: self.max_documents], "steps": [" ".join(steps)]}
 
-    def _named_thing(self, documents: list[Document], asked: set[str]) -> str | None:
+    def _named_thing(self, documents: list[Document], asked: set[str], codes_first: bool = False) -> str | None:
         """The drug, gene, mutation or trial name that the best paper's title and excerpts use most and the
         question does not, among those the index knows; None when there is none."""
         top = canonical_id(str(documents[0].meta.get("source_id", "")))
         text = " ".join([str(documents[0].meta.get("title") or "")] + [
             d.content or "" for d in documents if canonical_id(str(d.meta.get("source_id", ""))) == top])
-        counts = Counter(w for w in _WORD.findall(text)
-                         if (_DRUG.match(w.lower()) or _CODE.match(w)) and not content_words(w) <= asked)
-        if not counts:
+        words = [w for w in _WORD.findall(text) if w.upper() not in _NOT_NAMES and not content_words(w) <= asked]
+        drugs = Counter(w.lower() for w in words if _DRUG.match(w.lower()))
+        codes = Counter(w for w in words if _CODE.match(w))
+        # a drug's name first, then a gene, mutation or trial name (the other way round when the question points
+        # at a mutation, gene or marker); the most used first
+        named = [[w for w, _ in drugs.most_common(5)], [w for w, _ in codes.most_common(5)]]
+        candidates = named[1] + named[0] if codes_first else named[0] + named[1]
+        if not candidates:
             return None
-        candidates = [w for w, _ in counts.most_common(10)]
         shares = self.retriever.run(query=" ".join(candidates), top_k=1).get("word_shares", {})
         known = [w for w in candidates if 0 < shares.get(w.lower(), shares.get(w, 0))]
         return known[0] if known else None
+
+
+def _mentions(text: str, name: str) -> bool:
+    """Whether the text names it: a code-like name as written ("EGFR" is not "eGFR"), a drug in any case."""
+    if _CODE.match(name):
+        return re.search(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", text) is not None
+    return name.lower() in text.lower()
