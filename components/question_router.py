@@ -70,9 +70,9 @@ class QuestionRouter:
     A route left out of `routes` is never chosen (its questions take the `single` path): that is how a pipeline
     YAML turns a route off.
 
-    Outputs go only where they are used, so the paths that do not apply do not run: `search_question` and
-    `search_embedding` (to the retrievers) for every route but `summarise` (for `multi_step`, the question's
-    first part); `paper` (the paper's id or a phrase of its title) for `summarise`; `subqueries` (one search per
+    Outputs go only where they are used, so the paths that do not apply do not run: `search_question` (what the
+    retrievers search, and what is embedded for them) for every route but `summarise` (for `multi_step`, the
+    question's first part); `paper` (the paper's id or a phrase of its title) for `summarise`; `subqueries` (one search per
     subject or part) for `compare` and `several`; `follow_up` (the second part) for `multi_step`.
     `route`, `route_layer` (rule, exemplars or default) and `subjects` always.
 
@@ -133,12 +133,12 @@ class QuestionRouter:
         self._kinds = [r["kind"] for r in rows]
         self._texts = [r["question"] for r in rows]
 
-    @component.output_types(route=str, route_layer=str, subjects=list[str], search_question=str,
-                            search_embedding=list[float], paper=str, subqueries=list[str], follow_up=str)
+    @component.output_types(route=str, route_layer=str, subjects=list[str], search_question=str, paper=str,
+                            subqueries=list[str], follow_up=str)
     def run(self, question: str, query_embedding: list[float] | None = None) -> dict[str, Any]:
         """
         :param question: The question as asked.
-        :param query_embedding: Its embedding (normalised), for the similarity layer and the semantic retriever.
+        :param query_embedding: Its embedding (normalised), for the similarity layer.
         """
         route, layer, paper = self.decide(question, query_embedding)
         result: dict[str, Any] = {"route": route, "route_layer": layer, "subjects": []}
@@ -146,8 +146,6 @@ class QuestionRouter:
             result["paper"] = paper or _paper_phrase(question)
             return result
         result["search_question"] = question
-        if query_embedding is not None:
-            result["search_embedding"] = query_embedding
         if route == "compare":
             result["subjects"] = compared_subjects(question)
             if len(result["subjects"]) >= 2:
