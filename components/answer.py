@@ -181,6 +181,10 @@ class Answer(BaseModel):
         lines = [reference.line() for reference in sorted(self.references, key=lambda r: r.number)]
         return "References:\n" + "\n".join(lines) if lines else ""
 
+    def cited_sections(self, number: int) -> list[str]:
+        """The sections of the paper that citations [number] come from, in order, once each."""
+        return list(dict.fromkeys(c.section for c in self.citations if c.number == number and c.section))
+
     def as_text(self) -> str:
         """The answer, its notes and its numbered references, as plain text (`pmc-rag ask`)."""
         if self.kind != "answer":  # a fixed reply is its text alone
@@ -197,7 +201,7 @@ class Answer(BaseModel):
             where = ref.locator()
             lines.append(f"[{ref.number}] " + ". ".join(p for p in (ref.title or "Untitled abstract", venue, ids, where,
                                                                    ref.evidence_words()) if p))
-            sections = list(dict.fromkeys(c.section for c in self.citations if c.number == ref.number and c.section))
+            sections = self.cited_sections(ref.number)
             if self.route == "summarise" and sections:
                 lines.append(f"    sections cited: {'; '.join(sections)}")
             if ref.url:

@@ -56,7 +56,7 @@ class ExcerptBudget:
         return default_from_dict(cls, data)
 
     def estimate(self, document: Document) -> int:
-        return math.ceil(len(document.content or "") / self.chars_per_token) + self.tokens_per_excerpt_label
+        return estimated_tokens(document, self.chars_per_token, self.tokens_per_excerpt_label)
 
     @component.output_types(documents=list[Document], dropped=int)
     def run(self, documents: list[Document]) -> dict[str, Any]:
@@ -72,3 +72,8 @@ class ExcerptBudget:
             kept.append(document)
             used += cost
         return {"documents": kept, "dropped": len(documents[: self.max_excerpts]) - len(kept)}
+
+
+def estimated_tokens(document: Document, chars_per_token: float, tokens_per_excerpt_label: int) -> int:
+    """An excerpt's tokens in the prompt, estimated from its characters, with its label line."""
+    return math.ceil(len(document.content or "") / chars_per_token) + tokens_per_excerpt_label

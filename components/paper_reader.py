@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -11,6 +10,7 @@ from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from psycopg import sql
 
 from pmc_rag.components.citations import content_words, paper_ids
+from pmc_rag.components.excerpt_budget import estimated_tokens
 from pmc_rag.components.store_connection import connect, with_store_from_dict
 
 # Read first when a paper does not fit: what it found and concluded, then how, then why. Captions, supporting
@@ -117,7 +117,7 @@ class PaperReader:
                     if section_first_only and kind == "body" and section in seen_sections:
                         continue
                     seen_sections.add(section)
-                    cost = math.ceil(len(chunk.content or "") / self.chars_per_token) + self.tokens_per_excerpt_label
+                    cost = estimated_tokens(chunk, self.chars_per_token, self.tokens_per_excerpt_label)
                     if used + cost > self.max_tokens or len(chosen) >= self.max_excerpts:
                         continue
                     chosen.add(chunk.id)

@@ -52,8 +52,7 @@ def compact_answer(answer: Any) -> dict[str, Any]:
         "answer": answer.answer,
         "references": [{"number": r.number, "source_id": r.source_id, "title": r.title, "journal": r.journal,
                         "year": r.year, "url": r.url, "supporting_sentence": r.evidence,
-                        "sections": list(dict.fromkeys(c.section for c in answer.citations
-                                                       if c.number == r.number and c.section))}
+                        "sections": answer.cited_sections(r.number)}
                        for r in sorted(answer.references, key=lambda r: r.number)],
         "notes": answer.notes,
         "flags": sorted(name for name, on in answer.flags.items() if on),
