@@ -12,6 +12,7 @@ from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
 from pmc_rag.components.section_chunker import split_sentences
+from pmc_rag.components.section_kinds import FINDINGS_SECTION
 
 
 def source_link(meta: dict[str, Any]) -> str | None:
@@ -437,7 +438,6 @@ class CitedAnswerBuilder:
 
 # What a quotation may be: a finding (rank 2: from a conclusion or results section, or stating one), any other
 # sentence (1), or one that answers nothing (0: an aim, a caption or table row, a method, background).
-_FINDINGS_SECTION = re.compile(r"conclu|result|finding|discussion|interpretation|summary", re.IGNORECASE)
 _NOT_A_FINDING_SECTION = re.compile(r"background|introduction|objective|aim|purpose|method|design|setting|"
                                     r"participant|patients|intervention|outcome measure|table|figure", re.IGNORECASE)
 _CAPTION = re.compile(r"^\W*(?:table|figure|fig\.|supplementa\w*|(?:baseline |demographic )?characteristics of|"
@@ -458,7 +458,7 @@ def _finding_rank(sentence: str, section: Any) -> int:
     section = str(section or "")
     if states_an_aim(sentence) or _CAPTION.match(sentence) or _METHOD.search(sentence):
         return 0
-    if _FINDINGS_SECTION.search(section):
+    if FINDINGS_SECTION.search(section):
         return 2
     if _NOT_A_FINDING_SECTION.search(section):
         return 0 if not _FINDING_WORDS.search(sentence) else 1

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import canonical_id, content_words
+from pmc_rag.components.section_kinds import is_findings_section
 
-
-# Sections that report what a study found: a subject's excerpt comes from one of these when any names it, so that
-# each side of a comparison is shown a finding, not an aim or a method.
-_FINDINGS = re.compile(r"result|conclusion|finding|discussion|summary|interpretation", re.IGNORECASE)
 
 
 @component
@@ -90,7 +86,8 @@ class ExcerptBalance:
                 continue
             naming = [d for d in [*documents, *candidates]
                       if d.id not in {c.id for c in chosen} and _names(d, words, parts)]
-            match = next((d for d in naming if _FINDINGS.search(str(d.meta.get("section") or ""))),
+            # from a findings section when one names it: each side of a comparison is shown a finding, not an aim
+            match = next((d for d in naming if is_findings_section(d)),
                          naming[0] if naming else None)
             if match is None:
                 uncovered.append(subject)

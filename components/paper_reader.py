@@ -11,6 +11,7 @@ from psycopg import sql
 
 from pmc_rag.components.citations import content_words, paper_ids
 from pmc_rag.components.excerpt_budget import estimated_tokens
+from pmc_rag.components.section_kinds import is_readable_evidence
 from pmc_rag.components.store_connection import connect, with_store_from_dict
 
 # Read first when a paper does not fit: what it found and concluded, then how, then why. Captions, supporting
@@ -21,9 +22,6 @@ _PRIORITY = (("abstract", re.compile(r"", re.I)),
              ("body", re.compile(r"^discussion\b", re.I)),
              ("body", re.compile(r"^(?:materials and )?methods?\b|^patients and methods\b", re.I)),
              ("body", re.compile(r"", re.I)))
-_NEVER = re.compile(r"^(?:abstract: )?(?:supporting information|supplementary|electronic supplementary|acknowledg|"
-                    r"funding|competing|author|abbreviations|references|ethics|(?:trial |systematic review )?"
-                    r"registration|editors' summary)", re.I)
 
 
 @component
@@ -97,9 +95,7 @@ class PaperReader:
         chunks = self.document_store.filter_documents(
             {"field": "meta.source_id", "operator": "==", "value": source_id})
         chunks.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
-        readable = [d for d in chunks if d.meta.get("section_kind") != "caption"
-                    and not _NEVER.match(str(d.meta.get("section") or ""))
-                    and len((d.content or "").split()) >= self.min_words]
+        readable = [d for d in chunks if is_readable_evidence(d) and len((d.content or "").split()) >= self.min_words]
         chosen = self._within_budget(readable)
         return {"documents": [d for d in readable if d.id in chosen], "excerpts_dropped": len(readable) - len(chosen)}
 
