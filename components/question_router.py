@@ -36,6 +36,9 @@ _COMPARE = re.compile(
 # "A or B ... which", "which works better ... : A, B or C"
 _WHICH_OF = re.compile(r"\bwhich\b[^?]*\b(?:better|more|best|worse)\b|\b(?:better|best)\b[^?]*\bor\b",
                        re.IGNORECASE)
+# "Insulin or metformin in diabetes - what does the evidence say?": a question that opens with a choice
+_CHOICE = re.compile(r"^\s*(?:(?:is|are|should (?:i|we) (?:use|give|choose|prefer))\s+)?[\w-]+(?:\s[\w-]+){0,2}\s+or\s+"
+                     r"[\w-]+", re.IGNORECASE)
 # The first results name something that a second search must look up.
 _SECOND_SEARCH = re.compile(
     r"(?:,? and|;) (?:what|which|where|how|is|are|do|does)\b[^?]*\b(?:other (?:papers|studies|trials)|elsewhere|else|"
@@ -186,7 +189,8 @@ class QuestionRouter:
             return "summarise", "rule", ids[0]
         if len(question_parts(text)) >= 2:
             return "several", "rule", None
-        if _COMPARE.search(text) or (_WHICH_OF.search(text) and len(compared_subjects(text)) >= 2):
+        if _COMPARE.search(text) or ((_WHICH_OF.search(text) or _CHOICE.search(text))
+                                     and len(compared_subjects(text)) >= 2):
             return "compare", "rule", None
         if _OVERVIEW.search(text):
             return "overview", "rule", None
@@ -252,8 +256,16 @@ def compared_subjects(question: str) -> list[str]:
         if match:
             left = _LEAD.sub("", text[: match.start()]).strip(" ,:")
             left = re.sub(r"^(?:the |is |does |how does |how do )", "", left, flags=re.IGNORECASE)
-            right = _TAIL.sub("", text[match.end():]).strip(" ,:")
-            subjects = [_last_phrase(left), _first_phrase(right)]
+            right = re.sub(r"^\s*(?:for|in|among|with|on)\s+", "", text[match.end():], flags=re.IGNORECASE)
+            right = _TAIL.sub("", right).strip(" ,:")
+            # "worse for women than for men": the subject is "women", not "worse for women"
+            # "does erlotinib work better than chemo": the verb is not part of the subject
+            left = re.sub(r"\s+(?:works?|performs?|do|does|did|is|are|was|were|fares?)$", "", left,
+                          flags=re.IGNORECASE)
+            left = _last_phrase(left)
+            left = re.sub(r"^.*\b(?:better|worse|higher|lower|greater|more|less|safer)\s+(?:\w+\s+)?(?:for|in|among|with)\s+",
+                          "", left, flags=re.IGNORECASE)
+            subjects = [left, _first_phrase(right)]
             return [s for s in subjects if s]
     match = re.search(r"\bbetween (.+?) and (.+?)(?:\s+(?:in|for|among|on)\s|$)", text, re.IGNORECASE)
     if match:
