@@ -53,7 +53,8 @@ class CitedAnswerBuilder:
     """
 
     def __init__(self, *, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id",
-                 specific_word_max_share: float = 0.01, show_uncited: bool = False, verdicts: str = "checked"):
+                 specific_word_max_share: float = 0.01, show_uncited: bool = False, verdicts: str = "checked",
+                 comparisons: str = "model"):
         """
         :param min_support: Least support (share of a claim's content words in its cited excerpt) for a claim to
             count as supported. Below it the answer is flagged `weak_support`; if no claim reaches it, the answer
@@ -67,9 +68,16 @@ class CitedAnswerBuilder:
         :param verdicts: The model's opening yes/no/maybe. `checked`: shown only on a sentence that is itself a
             supported claim and not the question restated ("Yes, X improves Y" says no more than the question);
             `none`: never shown; `model`: as the model wrote it. A verdict not shown is named in the notes.
+        :param comparisons: A comparison's answer (route `compare`). `model`: the model's checked sentences, with a
+            quoted finding added for a subject they leave out; `quoted`: each subject's finding quoted from a paper
+            that names it, never the model's sentences (a small model swaps the sides: "men had a worse outcome than
+            women" from a paper that found the opposite, which a lexical check cannot see).
         """
         if verdicts not in _VERDICT_POLICIES:
             raise ValueError(f"verdicts must be one of {', '.join(_VERDICT_POLICIES)}, not {verdicts!r}")
+        if comparisons not in _COMPARISON_POLICIES:
+            raise ValueError(f"comparisons must be one of {', '.join(_COMPARISON_POLICIES)}, not {comparisons!r}")
+        self.comparisons = comparisons
         self.show_uncited = show_uncited
         self.verdicts = verdicts
         if not 0 <= min_support <= 1 or extractive_sentences < 1 or not 0 <= specific_word_max_share <= 1:
@@ -84,7 +92,7 @@ class CitedAnswerBuilder:
         return default_to_dict(self, min_support=self.min_support, extractive_sentences=self.extractive_sentences,
                                source_id_field=self.source_id_field,
                                specific_word_max_share=self.specific_word_max_share,
-                               show_uncited=self.show_uncited, verdicts=self.verdicts)
+                               show_uncited=self.show_uncited, verdicts=self.verdicts, comparisons=self.comparisons)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CitedAnswerBuilder:
@@ -172,14 +180,23 @@ class CitedAnswerBuilder:
             notes.append(f"The model's answer was cut off at its length limit: its unfinished last sentence "
                          f"(\"{cut_off}\") is left out.")
         claims, left_out, verdict_withheld = self._displayable(question, claims)
-        if route == "summarise":  # the model copies the excerpts' labels ("Abstract: Methods: ..."): the citation names it
-            claims = [{**c, "text": _without_section_label(c["text"], documents)} for c in claims]
+        # the model copies the excerpts' labels ("Abstract: Methods: ..."): the citation names the section
+        claims = [{**c, "text": _without_section_label(c["text"], documents)} for c in claims]
         if left_out:
             notes.append(f"Left out {len(left_out)} sentence(s) that are not supported findings: " + "; ".join(
                 f"\"{text}\" ({why})" for text, why in left_out) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
-        extractive = not supported
-        if extractive:
+        quoted = self._extract_per_part(subqueries, subjects or [], documents) \
+            if route == "compare" and self.comparisons == "quoted" and subqueries else []
+        # No excerpt names a subject as the router read it ("chemo" where the papers say "chemotherapy"): the
+        # answer is built as for any other question.
+        quoted_comparison = bool(quoted)
+        extractive = not supported or quoted_comparison
+        if quoted_comparison:
+            claims, _ = self._with_each_subject(quoted, quoted, subqueries or [], subjects or [], documents)
+            notes.append("A comparison is answered with each paper's own findings, quoted, one for each subject "
+                         "(comparisons: quoted): the model's sentences are not shown.")
+        elif extractive:
             claims = self._extract_per_part(subqueries, subjects or [], documents) if subqueries else \
                 self._extract(question, documents, topic_question)
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
@@ -356,38 +373,91 @@ class CitedAnswerBuilder:
                            subjects: list[str], documents: list[Document]) -> tuple[list[dict[str, Any]], list[str]]:
         """A comparison whose supported claims name only some of its subjects: a quotation for each of the others
         (from an excerpt naming it) is added, so both sides are shown when the excerpts hold evidence for both.
-        Returns the claims and the subjects quoted for."""
+        A comparison whose claims all cite one paper gets a finding on one of its subjects from another paper, when
+        an excerpt holds one. Returns the claims and the subjects quoted for."""
         said = content_words(" ".join(c["text"] for c in supported))
         quoted_for = []
         for part, subject in zip(parts, subjects):
             if not content_words(subject) or content_words(subject) <= said:
                 continue
-            added = [c for c in self._extract_per_part([part], [subject], documents)
+            added = [c for c in self._extract_per_part([part], [subject], documents, avoid=_cited_papers(claims))
                      if c["text"] not in {x["text"] for x in claims}]
             if added:
                 claims = claims + added
                 quoted_for.append(subject)
+        cited = _cited_papers(claims)
+        if len(cited) == 1:
+            for part, subject in zip(parts, subjects):
+                other = self._quote_naming(content_words(subject), content_words(part), documents, avoid=cited,
+                                           taken={c["text"] for c in claims}, other_papers_only=True)
+                if other is not None:
+                    claims = claims + [other]
+                    quoted_for.append(subject)
+                    break
         return claims, quoted_for
 
-    def _extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document]
-                          ) -> list[dict[str, Any]]:
+    def _extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document],
+                          avoid: set[str] | None = None) -> list[dict[str, Any]]:
         """One quoted finding per compared subject or part of the question, in their order, none twice: for a
-        subject, from the excerpts that name it; for a part, from those sharing most of its words first. (The whole
+        subject, a sentence that names it (or one from a paper whose title does), from a paper not quoted yet when
+        one has such a finding; for a part, from the excerpts sharing most of its words first. (The whole
         question's words would choose one side of a comparison only.)"""
         claims: list[dict[str, Any]] = []
         for index, part in enumerate(parts):
             words = content_words(subjects[index]) if index < len(subjects) else set()
-            if words:
-                pool = [d for d in documents
-                        if words <= content_words(f"{d.meta.get('title') or ''} {d.content or ''}")]
-            else:
-                pool = sorted(documents, key=lambda d: -len(content_words(part) & content_words(d.content or "")))
-            # Findings only: an aim, a method or a caption quoted for one side would read as evidence it is not.
-            found = self._quotations(content_words(part) or {""}, set(), pool, findings_only=True)
-            quoted = next((c for c in found if c["text"] not in {q["text"] for q in claims}), None)
+            taken = {q["text"] for q in claims}
+            quoted = self._quote_naming(words, content_words(part), documents, avoid=(avoid or set())
+                                        | _cited_papers(claims), taken=taken) if words else None
+            if quoted is None:
+                if words:
+                    pool = [d for d in documents
+                            if words <= content_words(f"{d.meta.get('title') or ''} {d.content or ''}")]
+                else:
+                    pool = sorted(documents, key=lambda d: -len(content_words(part) & content_words(d.content or "")))
+                # Findings only: an aim, a method or a caption quoted for one side would read as evidence it is not.
+                found = self._quotations(content_words(part) or {""}, set(), pool, findings_only=True)
+                quoted = next((c for c in found if c["text"] not in taken), None)
             if quoted is not None:
                 claims.append(quoted)
         return claims
+
+    def _quote_naming(self, words: set[str], part_words: set[str], documents: list[Document], *, avoid: set[str],
+                      taken: set[str], other_papers_only: bool = False) -> dict[str, Any] | None:
+        """The sentence of the excerpts that best reports a finding about a subject: from a paper that names the
+        subject; a finding before any other sentence, then one on the part's topic (its words besides the
+        subject's, in the sentence or its paper's title), then from a paper not in `avoid`, then naming the subject
+        in the sentence itself (or its paper's title), then sharing most of the part's words. Never an aim, a
+        method or a caption."""
+        best, best_key = None, None
+        context = part_words - words
+        for source_id, chunks in by_paper(documents, self.source_id_field).items():
+            paper = canonical_id(source_id)
+            if other_papers_only and paper in avoid:
+                continue
+            # How closely the sentence is tied to the subject: it names it (3), its paper's title does (2), or
+            # another of the paper's excerpts does ("adult patients with asthma" in its methods; 1).
+            title_words = content_words(str(chunks[0].meta.get("title") or ""))
+            title_names = words <= title_words
+            paper_names = any(words <= content_words(chunk.content or "") for chunk in chunks)
+            if not (title_names or paper_names):
+                continue
+            for chunk in chunks:
+                for sentence in split_sentences(" ".join((chunk.content or "").split())):
+                    if sentence in taken or len(sentence.split()) < self._MIN_QUOTED_WORDS:
+                        continue
+                    stems = content_words(sentence)
+                    rank = _finding_rank(sentence, chunk.meta.get("section"))
+                    if rank == 0:
+                        continue
+                    tie = 3 if words <= stems else 2 if title_names else 1
+                    # on the comparison's topic ("asthma" for "adults"), with its paper's title
+                    on_topic = not context or bool(context & (stems | title_words))
+                    key = (rank, on_topic, paper not in avoid, tie, len(part_words & stems))
+                    if best_key is None or key > best_key:
+                        best, best_key = (sentence, paper), key
+        if best is None:
+            return None
+        return {"text": best[0], "cited": [best[1]], "attached": [], "support": 1.0}
 
     def _quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
                     findings_only: bool) -> list[dict[str, Any]]:
@@ -473,11 +543,16 @@ _ABOUT_THE_EXCERPTS = re.compile(
     r"show|specify)", re.IGNORECASE)
 
 _VERDICT_POLICIES = ("checked", "none", "model")
+_COMPARISON_POLICIES = ("model", "quoted")
 _VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)
 
 # "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
 _COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
                             re.IGNORECASE)
+
+
+def _cited_papers(claims: list[dict[str, Any]]) -> set[str]:
+    return {canonical_id(p) for c in claims for p in c.get("cited") or []}
 
 
 def _follow_up_words(question: str, topic_question: str) -> set[str]:
@@ -535,7 +610,14 @@ def _with_marks(text: str, marks: list[str]) -> str:
 
 
 def _without_section_label(text: str, documents: list[Document]) -> str:
-    """The sentence without a leading section label copied from the prompt ("Abstract: Results: 46 patients ...")."""
+    """The sentence without the excerpt's label copied from the prompt: its header ("Abstract (PubMed, n.d.), ") and
+    its section ("Abstract: Results: 46 patients ...")."""
+    for document in documents:  # the header as the prompt writes it (rag.yml)
+        meta = document.meta
+        header = f"{meta.get('title') or 'Abstract'} ({meta.get('journal') or 'PubMed'}, {meta.get('year') or 'n.d.'}), "
+        if text.lower().startswith(header.lower()):
+            text = text[len(header):]
+            break
     for section in sorted({str(d.meta.get("section") or "") for d in documents}, key=len, reverse=True):
         if section and text.lower().startswith(section.lower() + ":"):
             rest = text[len(section) + 1:].strip()

@@ -53,6 +53,9 @@ def test_subjects_and_parts_become_one_search_each():
                              "usual care?") == ["acupuncture", "counselling", "usual care"]
     assert compared_subjects("What is the difference between MRI and ultrasound in diagnosis?") == ["MRI",
                                                                                                    "ultrasound"]
+    assert compared_subjects("Is the outcome after stroke worse for women than for men?") == ["women", "men"]
+    choice = router.run(question="Insulin or metformin in gestational diabetes - what does the evidence say?")
+    assert choice["route"] == "compare" and choice["subjects"][:2] == ["Insulin", "metformin"]
     several = router.run(question="1) Is the OHIP-NL reliable? 2) Which items were translated?")
     assert several["subqueries"] == ["Is the OHIP-NL reliable?", "Which items were translated?"]
     assert question_parts("Does erlotinib prolong survival in lung cancer?") == [
@@ -102,6 +105,40 @@ def test_each_compared_subject_gets_its_own_evidence_first_and_a_missing_one_is_
     assert ExcerptBalance(top_k=2).run(documents=ranked, route="single")["documents"] == ranked[:2]
 
 
+def test_the_subject_fewest_papers_name_chooses_first_so_the_other_can_come_from_another_paper():
+    # "men" is named in one paper only; "women" in two. Chosen in the question's order, "women" would take the
+    # only passage of PMC1 ranked first and leave "men" a second passage of the same paper.
+    ranked = [_doc("p1a", "PMC1", "Women and men recovered alike after stroke."),
+              _doc("p1b", "PMC1", "Men had more recurrent strokes after discharge."),
+              _doc("p2", "PMC2", "Women had worse functional outcomes after stroke.")]
+    result = ExcerptBalance(top_k=3).run(documents=ranked, route="compare", subjects=["women", "men"],
+                                         subqueries=["women stroke outcome", "men stroke outcome"])
+    assert result["covering"] == ["p2", "p1a"]
+    # Both subjects named by one paper only: another paper's finding on one of them is added when there is one.
+    # (A finding of the same paper goes before another paper's background, so that is added after them.)
+    others = [_doc("p3", "PMC3", "Men smoked more often than controls.", section="Background"),
+              _doc("p4", "PMC4", "Men who had a stroke smoked more often than controls.", section="Background")]
+    spread = ExcerptBalance(top_k=3).run(documents=ranked[:2], route="compare", subjects=["women", "men"],
+                                         subqueries=["women stroke", "men stroke"], candidates=others)
+    assert spread["covering"] == ["p1a", "p1b", "p4"]  # p4: on the question's topic (stroke)
+
+
+def test_a_subject_s_passage_on_another_topic_gives_way_to_one_on_the_question_s_topic():
+    ranked = [_doc("homes", "PMC1", "Nurses in nursing homes reported high workload."),
+              _doc("bp", "PMC2", "Nurses measured blood pressure as accurately as physicians."),
+              _doc("md", "PMC3", "Physicians overestimated blood pressure in one in five visits.")]
+    result = ExcerptBalance(top_k=3).run(documents=ranked, route="compare", subjects=["nurses", "physicians"],
+                                         subqueries=["nurses blood pressure", "physicians blood pressure"])
+    assert result["covering"][0] == "bp"
+    # Captions and back matter are never passed on.
+    caption = Document(id="cap", content="Table 2. Nurses and blood pressure.",
+                       meta={"source_id": "PMC4", "section": "Results", "section_kind": "caption"})
+    passed = ExcerptBalance(top_k=5).run(documents=[caption, *ranked], route="compare",
+                                         subjects=["nurses", "physicians"],
+                                         subqueries=["nurses blood pressure", "physicians blood pressure"])
+    assert "cap" not in [d.id for d in passed["documents"]]
+
+
 def test_the_gate_keeps_an_excerpt_chosen_for_a_subject_however_far_below_the_best():
     gate = RelevanceGate(min_similarity=0.5, max_gap=0.1)
     excerpts = [_doc("a", "PMC1", "x", score=0.8), _doc("b", "PMC2", "y", score=0.55)]
@@ -145,6 +182,22 @@ def test_paper_reader_and_follow_up_search_serialization_round_trip(sample_store
     data = FollowUpSearch(retriever=PgvectorBM25Retriever(document_store=sample_store, top_k=2),
                           max_searches=3).to_dict()
     assert FollowUpSearch.from_dict(data).to_dict() == data
+
+
+def test_a_paper_found_by_its_methods_also_gives_its_conclusion(sample_store):
+    from pmc_rag.components.paper_findings import PaperFindings
+
+    chunks = sample_store.filter_documents({"field": "meta.source_id", "operator": "==", "value": "PMC4816447"})
+    methods = next(d for d in chunks if "Methods" in str(d.meta.get("section")))
+    findings = PaperFindings(document_store=sample_store)
+    added = findings.run(documents=[methods])["documents"]
+    assert added[0].id == methods.id and len(added) == 2
+    assert added[1].meta["source_id"] == "PMC4816447" and "onclu" in added[1].meta["section"]
+    # A paper already shown by a finding gets nothing more.
+    assert findings.run(documents=[added[1]])["documents"] == [added[1]]
+    assert findings.run(documents=[])["documents"] == []
+    data = PaperFindings(document_store=sample_store, max_papers=3).to_dict()
+    assert PaperFindings.from_dict(data).to_dict() == data and data["init_parameters"]["max_papers"] == 3
 
 
 @pytest.fixture(scope="module")
@@ -242,6 +295,59 @@ def test_a_comparison_shows_both_sides_when_its_excerpts_hold_both():
     assert any("says nothing of 'osimertinib'" in note for note in answered["notes"])
 
 
+def test_a_quoted_comparison_shows_each_paper_s_own_finding_never_the_model_s_sentences():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    excerpts = [
+        _doc("a", "PMC1", "Women had worse functional outcomes than men three months after stroke."),
+        _doc("b", "PMC2", "Men had more recurrent strokes than women in the first year."),
+        _doc("c", "PMC2", "To compare outcomes of men and women after stroke.", section="Introduction")]
+    routed = {"route": "compare", "subjects": ["women", "men"],
+              "subqueries": ["women outcome after stroke", "men outcome after stroke"]}
+    question = "Is the outcome after stroke worse for women than for men?"
+    # The model swaps the sides; a lexical check finds every word of it in PMC1 and cannot tell.
+    swapped = {"text": "Men had worse functional outcomes than women three months after stroke", "cited": ["PMC1"],
+               "support": 1.0, "attached": [], "judgement": "supported"}
+    model = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[swapped],
+                                     raw_answer="x [PMC1]", **routed)["answer"]
+    assert "Men had worse functional outcomes" in model["answer"]  # what `comparisons: model` shows
+    quoted = CitedAnswerBuilder(comparisons="quoted").run(question=question, documents=excerpts, claims=[swapped],
+                                                          raw_answer="x [PMC1]", **routed)["answer"]
+    assert "Men had worse functional outcomes" not in quoted["answer"]
+    assert "Women had worse functional outcomes than men" in quoted["answer"]
+    assert [r["source_id"] for r in quoted["references"]] == ["PMC1", "PMC2"]  # one paper per subject
+    assert "To compare outcomes" not in quoted["answer"]  # an aim is not a finding
+    assert any("(comparisons: quoted)" in note for note in quoted["notes"])
+    # Any other route is answered as before.
+    single = CitedAnswerBuilder(comparisons="quoted").run(question=question, documents=excerpts, claims=[swapped],
+                                                          raw_answer="x [PMC1]")["answer"]
+    assert "Men had worse functional outcomes" in single["answer"]
+
+
+def test_the_comparison_policy_is_checked_and_round_trips():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    with pytest.raises(ValueError, match="comparisons must be one of model, quoted, not 'quote'"):
+        CitedAnswerBuilder(comparisons="quote")
+    data = CitedAnswerBuilder(comparisons="quoted").to_dict()
+    assert data["init_parameters"]["comparisons"] == "quoted"
+    assert CitedAnswerBuilder.from_dict(data).comparisons == "quoted"
+
+
+def test_an_excerpt_s_header_copied_by_the_model_is_not_shown_as_text():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    excerpt = Document(id="a", content="Erlotinib improved progression-free survival to 11 months.",
+                       meta={"source_id": "PMC1", "section": "Abstract: Results", "title": "The FIELT trial",
+                             "journal": "Lung Cancer", "year": 2015})
+    claim = {"text": "The FIELT trial (Lung Cancer, 2015), Abstract: Results: Erlotinib improved progression-free "
+                     "survival to 11 months", "cited": ["PMC1"], "support": 1.0, "attached": [],
+             "judgement": "supported"}
+    answer = CitedAnswerBuilder().run(question="Does erlotinib improve survival?", documents=[excerpt],
+                                      claims=[claim], raw_answer="x [PMC1]")["answer"]
+    assert answer["answer"].startswith("Erlotinib improved progression-free survival")
+
+
 class FakeTextRetriever:
     """A fake BM25 retriever (the real one is exercised by rag_routed.yml above): it returns the chunks that
     contain the query's first word, outside the filtered-out papers, and the share of chunks holding each word."""
@@ -280,3 +386,4 @@ def test_a_question_in_two_steps_searches_again_for_what_the_first_results_name_
     hurried = FollowUpSearch(retriever=retriever, max_searches=2, time_budget_s=-1).run(
         documents=first, question=question, follow_up="what do other papers report about that drug?")
     assert hurried["documents"] == first and "time budget" in hurried["steps"][0]
+

@@ -1,0 +1,76 @@
+"""Adds each retrieved paper's own statement of what it found, for the questions that must show a finding per paper."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_to_dict
+from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
+
+from pmc_rag.components.citations import by_paper
+from pmc_rag.components.section_kinds import is_findings_section, is_readable_evidence
+from pmc_rag.components.store_connection import with_store_from_dict
+
+
+@component
+class PaperFindings:
+    """
+    For each paper among the retrieved chunks that has none from a findings section, adds its first conclusions
+    chunk (else its first results chunk) from the store.
+
+    A search for "adults asthma" finds a paper by its methods ("adult patients with asthma"), and a methods
+    passage answers nothing; the paper's conclusion does, and it rarely repeats the words searched for. Used
+    before `ExcerptBalance`, so that each side of a comparison can be shown what a paper found about it.
+
+    Usage:
+    ```python
+    from pmc_rag.components.paper_findings import PaperFindings
+
+    findings = PaperFindings(document_store=store)
+    findings.run(documents=subject_results)
+    # {"documents": [*subject_results, <the conclusions of each paper found only by its methods or background>]}
+    ```
+    """
+
+    def __init__(self, *, document_store: PgvectorDocumentStore, max_papers: int = 10):
+        """
+        :param document_store: The store the chunks live in.
+        :param max_papers: The most papers looked up (the first in the documents' order): one query in all.
+        """
+        self.document_store = document_store
+        self.max_papers = max_papers
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, document_store=self.document_store.to_dict(), max_papers=self.max_papers)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PaperFindings:
+        return cls(**with_store_from_dict(data)["init_parameters"])
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, Any]:
+        """
+        :param documents: Retrieved chunks.
+        :returns: `documents`: the same chunks, then the findings chunks added (at most one per paper).
+        """
+        wanted = [chunks[0].meta["source_id"] for chunks in by_paper(documents).values()
+                  if chunks[0].meta.get("source_id") and not any(is_findings_section(d) for d in chunks)]
+        wanted = wanted[: self.max_papers]
+        if not wanted:
+            return {"documents": documents}
+        found = self.document_store.filter_documents({"operator": "AND", "conditions": [
+            {"field": "meta.source_id", "operator": "in", "value": wanted},
+            # "Conclusions", "Abstract: Conclusions", "Results / Efficacy": LIKE is case-sensitive, so no capital
+            {"operator": "OR", "conditions": [{"field": "meta.section", "operator": "like", "value": "%onclu%"},
+                                              {"field": "meta.section", "operator": "like", "value": "%esult%"}]}]})
+        found.sort(key=lambda d: (not _is_conclusion(d), int(d.meta.get("chunk_index") or 0)))
+        added: dict[str, Document] = {}
+        for document in found:
+            if is_readable_evidence(document) and document.meta["source_id"] not in added:
+                added[document.meta["source_id"]] = document
+        have = {d.id for d in documents}
+        return {"documents": [*documents, *(d for d in added.values() if d.id not in have)]}
+
+
+def _is_conclusion(document: Document) -> bool:
+    return "onclu" in str(document.meta.get("section") or "")
