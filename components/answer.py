@@ -110,6 +110,15 @@ class ClosestPaper(BaseModel):
     relevance: float | None = Field(None, description="cosine similarity of the question and its best chunk")
 
 
+class WebSource(BaseModel):
+    """A web page found when the indexed papers did not answer (`WebFallback`): listed apart, never cited."""
+
+    title: str | None = None
+    url: str | None = None
+    snippet: str = Field("", description="the search engine's text for the page")
+    confidence: float = Field(description="the confidence the pipeline gives web results (lower than a paper's)")
+
+
 class Found(BaseModel):
     rank: int
     score: float | None = None
@@ -152,6 +161,9 @@ class Answer(BaseModel):
     not_answering: list[ClosestPaper] = Field(default_factory=list, description=(
         "when the indexed papers do not answer the question (flag `not_answered`): the closest papers found, "
         "which do not answer it; nothing is cited"))
+    web_sources: list[WebSource] = Field(default_factory=list, description=(
+        "web pages found when the indexed papers do not answer (a `WebFallback` with a web search set in the "
+        "YAML; none by default): listed apart from the references, never cited, with a lower `confidence`"))
     removed_claims: list[RemovedClaim] = Field(default_factory=list, description=(
         "sentences of the model's reply removed because a shown excerpt contradicts them: text, cited papers, "
         "`reason`, the contradicting `evidence`"))
@@ -162,7 +174,8 @@ class Answer(BaseModel):
         "relevant enough: the model was not asked), `fallback_generator` (a later generator answered because an earlier one, e.g. "
         "Ollama, did not), `local_model_failed` (the local model server crashed, hung or could not start; a note "
         "says why and what to do), `personal_question` (a question about someone's own care: the notes say the answer is "
-        "not medical advice), `personal_data_removed` (personal data in the answer's text was redacted)"))
+        "not medical advice), `personal_data_removed` (personal data in the answer's text was redacted), "
+        "`web_results` (the indexed papers did not answer; web pages are listed in `web_sources`, apart)"))
     notes: list[str] = Field(default_factory=list, description="the flags in words, for display")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="milliseconds per pipeline stage, and "
                                                                            "`total`")
@@ -180,6 +193,14 @@ class Answer(BaseModel):
         """The reference list as chat text, one line per paper (see `Reference.line`)."""
         lines = [reference.line() for reference in sorted(self.references, key=lambda r: r.number)]
         return "References:\n" + "\n".join(lines) if lines else ""
+
+    def web_source_lines(self) -> str:
+        """The web results, apart from the literature, as text ("" when there are none)."""
+        if not self.web_sources:
+            return ""
+        return "Web results (not indexed literature, not cited, not checked; lower confidence):\n" + "\n".join(
+            f"- {w.title or 'Untitled page'} (confidence {w.confidence:.1f})" + (f" {w.url}" if w.url else "")
+            for w in self.web_sources)
 
     def cited_sections(self, number: int) -> list[str]:
         """The sections of the paper that citations [number] come from, in order, once each."""
@@ -212,6 +233,8 @@ class Answer(BaseModel):
             lines.append("Closest papers found (they do not answer the question):")
             lines += [f"- {p.source_id}: {p.title or 'Untitled abstract'}" + (f" {p.url}" if p.url else "")
                       for p in self.not_answering]
+        if self.web_sources:
+            lines.append(self.web_source_lines())
         total = self.timings_ms.get("total", 0) / 1000
         by = self.model or ("no model (none was asked)" if self.flags.get("not_answered") else
                             "no model (passages quoted)")

@@ -119,6 +119,8 @@ class CitedAnswerBuilder:
         subqueries: list[str] | None = None,
         subjects: list[str] | None = None,
         search_steps: list[str] | None = None,
+        web_results: list[Document] | None = None,
+        web_note: str | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -149,6 +151,9 @@ class CitedAnswerBuilder:
             an excerpt that names it.
         :param search_steps: What each search of a question in steps looked for and found (`FollowUpSearch`):
             shown in the notes.
+        :param web_results: From `WebFallback`, when the indexed papers do not answer: web pages, listed apart in
+            `web_sources` (never cited), with `web_note` in the notes.
+        :param web_note: From `WebFallback`: what was searched on the web, and how to read it.
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
         answer = self._answer(question, documents, claims, removed_claims, invalid_citations, raw_answer,
@@ -160,6 +165,13 @@ class CitedAnswerBuilder:
                 + ("them" if route == "compare" else "or answer that part of the question") + ".")]
         if search_steps:
             answer["notes"] = [*search_steps, *answer["notes"]]
+        if web_note:
+            answer["notes"] = [*answer["notes"], web_note]
+        if web_results:
+            answer["web_sources"] = [{"title": d.meta.get("title"), "url": d.meta.get("url"),
+                                      "snippet": d.content or "", "confidence": d.meta["confidence"]}
+                                     for d in web_results]
+            answer["flags"] = {**answer["flags"], "web_results": True}
         answer["route"] = route
         return {"answer": answer}
 

@@ -289,6 +289,8 @@ def chat_text(answer: Answer, streamed: str) -> str:
     references = answer.reference_lines()
     if references:
         parts.append(references)
+    if answer.web_sources:
+        parts.append(answer.web_source_lines())
     if answer.conversation_id:
         parts.append(f"conversation_id: {answer.conversation_id}")
     text = "\n\n".join(parts)

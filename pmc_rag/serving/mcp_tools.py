@@ -57,6 +57,7 @@ def compact_answer(answer: Any) -> dict[str, Any]:
         "notes": answer.notes,
         "flags": sorted(name for name, on in answer.flags.items() if on),
         "not_answering": [p.model_dump(mode="json") for p in answer.not_answering],
+        "web_sources": [w.model_dump(mode="json") for w in answer.web_sources],
         "model": answer.model,
         "conversation_id": answer.conversation_id,
     }
