@@ -12,6 +12,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from pmc_rag.components.citations import content_words
 from pmc_rag.components.question_router import ROUTES, QuestionRouter, labelled_route_questions
 
 
@@ -80,7 +81,7 @@ def routes_markdown(report: dict[str, Any]) -> str:
 
 
 def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str = "dev", path: str | None = None,
-                      progress: bool = True, offset: int = 0) -> dict[str, Any]:
+                      progress: bool = True, offset: int = 0, kinds: list[str] | None = None) -> dict[str, Any]:
     """Answer the first `per_kind` questions of each kind (of `question_set`) with each pipeline; per pipeline and
     kind: the route taken, papers cited per answer, answers citing two or more papers, for summaries whether only
     the named paper is cited and every citation names its section, "not answered", and time p50/p95.
@@ -89,13 +90,16 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
     a summary request, the subjects of a comparison (each must be named in a cited paper's evidence sentences).
     """
     from pmc_rag.answer_service import AnswerService
-    from pmc_rag.components.citations import content_words
     from pmc_rag.pipelines import load_declared_pipeline
 
     questions = [q for q in labelled_route_questions(path) if q["set"] == question_set]
+    unknown = sorted(set(kinds or []) - set(ROUTES))
+    if unknown:
+        raise ValueError(f"unknown kind(s) of question: {', '.join(unknown)}; the kinds are {', '.join(ROUTES)}")
     chosen: list[dict[str, Any]] = []
-    for kind in ROUTES:
+    for kind in kinds or ROUTES:
         chosen += [q for q in questions if q["kind"] == kind][offset: offset + per_kind]
+    corpus = _corpus_passages() if any(len(q.get("subjects") or []) >= 2 for q in chosen) else []
     records: list[dict[str, Any]] = []
     for name in pipelines:
         service = AnswerService(load_declared_pipeline(name), name=f"eval-routes {name}")
@@ -115,12 +119,56 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
                 "named_paper_only": bool(cited) and set(cited) <= set(row.get("papers") or []) if row.get("papers")
                 and row["kind"] == "summarise" else None,
                 "sections_given": all(c.get("section") for c in answer.get("citations", [])) if cited else None,
-                "subjects": row.get("subjects", []), "subjects_in_evidence": subjects_named, "seconds": seconds})
+                "subjects": row.get("subjects", []), "subjects_in_evidence": subjects_named,
+                "evidence_for_each": _evidence_for_each(row, corpus) if len(row.get("subjects") or []) >= 2 else None,
+                "seconds": seconds})
             if progress:
                 print(f"  {name} {number}/{len(chosen)} {row['kind']:<10} route={answer.get('route')} "
                       f"cited={len(cited)} {seconds:.1f} s", flush=True)
     return {"records": records, "per_kind": per_kind, "set": question_set, "pipelines": pipelines,
             "summary": _route_answer_summary(records)}
+
+
+def _corpus_passages() -> list[tuple[str, set[str]]]:
+    """Each running-text chunk of the indexed corpus (no captions, no back matter) as (paper, its words with the
+    paper's title), read by SQL: what a comparison's evidence is judged against, apart from the pipeline."""
+    import os
+
+    import psycopg
+
+    from pmc_rag.components.citations import canonical_id
+    from pmc_rag.components.section_kinds import BACK_MATTER
+
+    with psycopg.connect(os.environ["PG_CONN_STR"]) as connection:
+        rows = connection.execute(
+            "SELECT meta->>'source_id', meta->>'section', meta->>'section_kind', meta->>'title', content "
+            "FROM pmc_chunks").fetchall()
+    return [(canonical_id(source_id), content_words(f"{title or ''} {content or ''}"))
+            for source_id, section, kind, title, content in rows
+            if kind != "caption" and not BACK_MATTER.match(section or "")]
+
+
+def _evidence_for_each(row: dict[str, Any], corpus: list[tuple[str, set[str]]]) -> dict[str, list[str]]:
+    """For each compared subject, the papers with a passage naming it and the question's other words ("children"
+    with "asthma"; of three or more, all but one): where the corpus holds evidence for that side of the
+    comparison."""
+    subjects = [content_words(s) for s in row["subjects"]]
+    context = content_words(row["question"]) - set().union(*subjects) - _COMPARISON_WORDS
+    needed = len(context) - (1 if len(context) >= 3 else 0)
+    return {name: sorted({paper for paper, words in corpus if subject <= words and len(context & words) >= needed})
+            for name, subject in zip(row["subjects"], subjects)}
+
+
+# Words that ask for a comparison rather than say what it is about.
+_COMPARISON_WORDS = content_words("compare contrast differ difference better worse versus evidence say similarities "
+                                  "studies report papers agree disagree outcomes which works accurate")
+
+
+def _both_sides_in_corpus(record: dict[str, Any]) -> bool:
+    """Every subject has evidence in the corpus, and two different papers hold it (so two can be cited)."""
+    evidence = record.get("evidence_for_each") or {}
+    papers = [set(p) for p in evidence.values()]
+    return bool(papers) and all(papers) and len(set().union(*papers)) >= 2
 
 
 def _route_answer_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -132,6 +180,7 @@ def _route_answer_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]
         seconds = sorted(r["seconds"] for r in group)
         summaries = [r for r in group if r["named_paper_only"] is not None]
         compares = [r for r in group if len(r["subjects"]) >= 2]
+        with_evidence = [r for r in compares if _both_sides_in_corpus(r)]
         rows.append({
             "pipeline": pipeline, "kind": kind, "questions": len(group),
             "route_right": sum(r["route"] == kind for r in group) if any(r["route"] for r in group) else None,
@@ -141,6 +190,9 @@ def _route_answer_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]
             "sections_given": sum(bool(r["sections_given"]) for r in group if r["cited"]),
             "all_subjects_in_evidence": sum(len(r["subjects_in_evidence"]) == len(r["subjects"]) for r in compares)
             if compares else None,
+            "evidence_for_each_in_corpus": len(with_evidence) if compares else None,
+            "two_or_more_papers_where_evidence": sum(len(r["cited"]) >= 2 for r in with_evidence)
+            if compares else None,
             "not_answered": sum(r["not_answered"] for r in group), "quoted": sum(r["quoted"] for r in group),
             "p50_s": seconds[len(seconds) // 2], "p95_s": seconds[min(len(seconds) - 1, int(len(seconds) * 0.95))]})
     return rows
@@ -149,8 +201,9 @@ def _route_answer_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]
 def route_answers_markdown(report: dict[str, Any]) -> str:
     lines = [f"Set `{report['set']}`, the first {report['per_kind']} questions of each kind.", "",
              "| pipeline | kind | n | route right | papers cited (mean) | >= 2 papers | named paper only | "
-             "every subject in cited evidence | not answered | quoted | p50 s | p95 s |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "every subject in cited evidence | >= 2 papers where the corpus has evidence for each subject | "
+             "not answered | quoted | p50 s | p95 s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     blank = "–"
     for r in report["summary"]:
         lines.append(
@@ -158,5 +211,6 @@ def route_answers_markdown(report: dict[str, Any]) -> str:
             f"{blank if r['route_right'] is None else r['route_right']} | {r['papers_cited_mean']:.2f} | "
             f"{r['two_or_more_papers']} | {blank if r['named_paper_only'] is None else r['named_paper_only']} | "
             f"{blank if r['all_subjects_in_evidence'] is None else r['all_subjects_in_evidence']} | "
+            f"{blank if r.get('evidence_for_each_in_corpus') is None else str(r['two_or_more_papers_where_evidence']) + ' of ' + str(r['evidence_for_each_in_corpus'])} | "
             f"{r['not_answered']} | {r['quoted']} | {r['p50_s']:.1f} | {r['p95_s']:.1f} |")
     return "\n".join(lines)

@@ -136,6 +136,12 @@ def _parser() -> argparse.ArgumentParser:
                                "route_questions.json): accuracy per kind, dev and held-aside sets; no database. "
                                "With --pipelines: answers --limit questions of each kind (default 8) with each "
                                "pipeline and reports per kind (papers cited, the named paper, subjects, time)")
+    evaluate.add_argument("--kinds", nargs="+", default=None, metavar="KIND",
+                          help="with --routes --pipelines: only these kinds of question (single, summarise, compare, "
+                               "several, overview, multi_step)")
+    evaluate.add_argument("--held-aside", action="store_true",
+                          help="with --routes --pipelines: the held-aside questions instead of dev (never tune on "
+                               "them)")
     evaluate.add_argument("--out", default=None, metavar="DIR",
                           help="where results.json, chart.png and table.md go (default: .pmc-rag/eval/<time>/)")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -403,7 +409,8 @@ def _eval(args: argparse.Namespace) -> int:
 
         print(f"Database: {ensure_database().description}", file=sys.stderr)
         report = run_route_answers(args.pipelines, per_kind=args.limit or 8, progress=not args.no_progress,
-                                   path=None if args.routes == "default" else args.routes, offset=args.offset)
+                                   path=None if args.routes == "default" else args.routes, offset=args.offset,
+                                   kinds=args.kinds, question_set="held_aside" if args.held_aside else "dev")
         return _write_side_report(args, "route-answers", report, route_answers_markdown(report))
     if args.routes:
         from pmc_rag.evaluation.routes import routes_markdown, run_routes

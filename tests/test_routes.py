@@ -388,6 +388,25 @@ def test_a_question_in_two_steps_searches_again_for_what_the_first_results_name_
     assert hurried["documents"] == first and "time budget" in hurried["steps"][0]
 
 
+def test_the_evaluation_judges_a_comparison_s_evidence_from_the_corpus_not_from_the_answer():
+    """Where the corpus holds evidence for each side is decided from its passages (read by SQL in `pmc-rag eval`),
+    never from what the pipeline retrieved or cited."""
+    from pmc_rag.evaluation.routes import _both_sides_in_corpus, _evidence_for_each, run_route_answers
+    from pmc_rag.components.citations import content_words
+
+    corpus = [("PMC1", content_words("Children with asthma used inhaled steroids more often.")),
+              ("PMC2", content_words("Adults with asthma had fewer exacerbations on inhaled steroids.")),
+              ("PMC3", content_words("Adults with diabetes were studied."))]
+    row = {"question": "How do children compare with adults in asthma?", "subjects": ["children", "adults"]}
+    evidence = _evidence_for_each(row, corpus)
+    assert evidence == {"children": ["PMC1"], "adults": ["PMC2"]}  # PMC3 names adults, not asthma
+    assert _both_sides_in_corpus({"evidence_for_each": evidence})
+    assert not _both_sides_in_corpus({"evidence_for_each": {"children": ["PMC1"], "adults": []}})
+    assert not _both_sides_in_corpus({"evidence_for_each": {"children": ["PMC1"], "adults": ["PMC1"]}})
+    with pytest.raises(ValueError, match="unknown kind\\(s\\) of question: compares; the kinds are single"):
+        run_route_answers(["rag_routed"], kinds=["compares"], progress=False)
+
+
 def test_the_web_fallback_is_offline_by_default_labels_what_a_web_search_finds_and_survives_its_failure(
         monkeypatch):
     from fake_web_search import FakeWebSearch
