@@ -105,6 +105,10 @@ def split_cited_sentences(answer: str) -> list[CitedSentence]:
     for raw in split_sentences(" ".join(answer.split())):
         cited = list(dict.fromkeys(normalise_id(m) for m in _ID.finditer(raw)))
         bare = list(dict.fromkeys(re.sub(r"\s+", "", m.group(0)) for m in BARE_NUMBERS.finditer(raw)))
+        opening = _ID.match(raw)
+        if opening and re.match(r"\s+[a-z]", raw[opening.end():]):
+            # the id is the sentence's subject ("PMC2329613 is a study that ..."): it still cites the paper
+            raw = "This paper" + raw[opening.end():]
         text = _drop_unmatched_brackets(_EMPTIED_BRACKETS.sub("", _ID.sub("", BARE_NUMBERS.sub("", raw))))
         text = re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
         if text or cited:

@@ -438,3 +438,12 @@ def test_abbreviations_expand_unless_ambiguous_without_a_pinned_or_contextual_se
     assert AbbreviationExpander.from_dict(data).to_dict() == data
     with pytest.raises(FileNotFoundError, match="abbreviation list nope.tsv not found"):
         AbbreviationExpander(lists=["nope.tsv"]).warm_up()
+
+
+def test_a_paper_id_that_opens_a_sentence_as_its_subject_becomes_this_paper_and_still_cites_it():
+    from pmc_rag.components.citations import split_cited_sentences
+
+    first, second = split_cited_sentences("PMC2329613 is a study of the OHIP-NL. [PMC2329613] The OHIP-NL was "
+                                          "reliable.")
+    assert (first.text, first.cited) == ("This paper is a study of the OHIP-NL.", ["PMC2329613"])
+    assert (second.text, second.cited) == ("The OHIP-NL was reliable.", ["PMC2329613"])  # a mark, not a subject
