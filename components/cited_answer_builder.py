@@ -119,6 +119,7 @@ class CitedAnswerBuilder:
         subqueries: list[str] | None = None,
         subjects: list[str] | None = None,
         search_steps: list[str] | None = None,
+        looked_up: list[str] | None = None,
         web_results: list[Document] | None = None,
         web_note: str | None = None,
     ) -> dict[str, dict[str, Any]]:
@@ -151,6 +152,8 @@ class CitedAnswerBuilder:
             an excerpt that names it.
         :param search_steps: What each search of a question in steps looked for and found (`FollowUpSearch`):
             shown in the notes.
+        :param looked_up: From `FollowUpSearch`: what a question in steps looked up in other papers. An answer
+            citing one paper only gets another paper's finding on it, quoted, when an excerpt holds one.
         :param web_results: From `WebFallback`, when the indexed papers do not answer: web pages, listed apart in
             `web_sources` (never cited), with `web_note` in the notes.
         :param web_note: From `WebFallback`: what was searched on the web, and how to read it.
@@ -158,7 +161,7 @@ class CitedAnswerBuilder:
         """
         answer = self._answer(question, documents, claims, removed_claims, invalid_citations, raw_answer,
                               excerpts_dropped, generator_meta, replies, unanswered, why_unanswered, topic_question,
-                              word_shares, route, subqueries, subjects)
+                              word_shares, route, subqueries, subjects, looked_up)
         if uncovered and not answer["flags"].get("not_answered"):
             answer["notes"] = [*answer["notes"], (
                 f"No excerpt found names {quoted_words(uncovered)}: the indexed papers do not compare "
@@ -180,7 +183,7 @@ class CitedAnswerBuilder:
                 excerpts_dropped: int, generator_meta: dict[str, Any] | None, replies: list[ChatMessage] | None,
                 unanswered: list[Document] | None, why_unanswered: str | None, topic_question: str | None,
                 word_shares: dict[str, float] | None, route: str | None, subqueries: list[str] | None,
-                subjects: list[str] | None) -> dict[str, Any]:
+                subjects: list[str] | None, looked_up: list[str] | None = None) -> dict[str, Any]:
         if unanswered is not None:
             return self._not_answered(question, unanswered, why_unanswered)
         documents = documents or []
@@ -221,6 +224,16 @@ class CitedAnswerBuilder:
             if quoted_for:
                 notes.append(f"The model's answer says nothing of {quoted_words(quoted_for)}: what the papers "
                              "found about it is quoted.")
+        if looked_up and len(_cited_papers(claims)) < 2:
+            # The model and the quotations keep to the best-matching paper; the second search was made for another.
+            for name in looked_up:
+                other = self._quote_naming(content_words(name), content_words(name), documents,
+                                           avoid=_cited_papers(claims), taken={c["text"] for c in claims},
+                                           other_papers_only=True)
+                if other is not None:
+                    claims = claims + [other]
+                    notes.append(f"What another paper reports about '{name}' (the second search) is quoted.")
+                    break
         if verdict_withheld:
             notes.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
                          "supports states it. Read the papers' findings " + ("quoted" if extractive else "cited")

@@ -91,21 +91,24 @@ class FollowUpSearch:
         if hasattr(self.retriever, "warm_up"):
             self.retriever.warm_up()
 
-    @component.output_types(documents=list[Document], steps=list[str])
+    @component.output_types(documents=list[Document], steps=list[str], looked_up=list[str])
     def run(self, documents: list[Document], question: str = "", follow_up: str | None = None) -> dict[str, Any]:
         """
         :param documents: The first search's excerpts, best first.
         :param question: The whole question (its words are not what is looked up).
         :param follow_up: The question's second step (`QuestionRouter`, route `multi_step`); none: no search.
+        :returns: `documents`: the first search's excerpts, then those of the further searches; `steps`: each
+            search in words; `looked_up`: the names searched for that other papers were found to mention.
         """
         if not follow_up or not documents:
-            return {"documents": documents, "steps": []}
+            return {"documents": documents, "steps": [], "looked_up": []}
         started = time.monotonic()
         found = list(documents)
         papers = {canonical_id(str(d.meta.get("source_id", ""))) for d in documents}
         asked = content_words(question)
         steps = [f"Search 1: the question's first part found {len(papers)} paper(s) ({', '.join(sorted(papers))})."]
         latest = documents
+        looked_up: list[str] = []
         for number in range(2, self.max_searches + 1):
             if time.monotonic() - started > self.time_budget_s:
                 steps.append(f"Search {number} was not made: the time budget ({self.time_budget_s:g} s) was spent.")
@@ -127,9 +130,10 @@ class FollowUpSearch:
             if not new:
                 break
             found += new
+            looked_up.append(name)
             papers |= {canonical_id(str(d.meta.get("source_id", ""))) for d in new}
             latest = new
-        return {"documents": found[: self.max_documents], "steps": [" ".join(steps)]}
+        return {"documents": found[: self.max_documents], "steps": [" ".join(steps)], "looked_up": looked_up}
 
     def _named_thing(self, documents: list[Document], asked: set[str], codes_first: bool = False) -> str | None:
         """The drug, gene, mutation or trial name that the best paper's title and excerpts use most and the
