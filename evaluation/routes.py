@@ -8,6 +8,7 @@ per question, after the query embedding (which the pipeline computes for retriev
 
 from __future__ import annotations
 
+import re
 import time
 from collections import defaultdict
 from typing import Any
@@ -99,7 +100,7 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
     chosen: list[dict[str, Any]] = []
     for kind in kinds or ROUTES:
         chosen += [q for q in questions if q["kind"] == kind][offset: offset + per_kind]
-    corpus = _corpus_passages() if any(len(q.get("subjects") or []) >= 2 for q in chosen) else []
+    corpus = _corpus_passages()
     records: list[dict[str, Any]] = []
     for name in pipelines:
         service = AnswerService(load_declared_pipeline(name), name=f"eval-routes {name}")
@@ -121,7 +122,7 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
                 "sections_given": all(c.get("section") for c in answer.get("citations", [])) if cited else None,
                 "subjects": row.get("subjects", []), "subjects_in_evidence": subjects_named,
                 "evidence_for_each": _evidence_for_each(row, corpus) if len(row.get("subjects") or []) >= 2 else None,
-                "seconds": seconds})
+                **_sentence_checks(answer, corpus), "seconds": seconds})
             if progress:
                 print(f"  {name} {number}/{len(chosen)} {row['kind']:<10} route={answer.get('route')} "
                       f"cited={len(cited)} {seconds:.1f} s", flush=True)
@@ -129,9 +130,32 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
             "summary": _route_answer_summary(records)}
 
 
+def _sentence_checks(answer: dict[str, Any], corpus: list[tuple[str, set[str]]]) -> dict[str, Any]:
+    """The displayed answer's sentences: how many carry a citation, and how many are copied from a cited paper
+    (nine in ten of the sentence's content words in one running-text passage of a paper it cites, read by SQL).
+    A copied sentence says what the paper says; one that is not copied is the model's own wording, which this
+    cannot judge (an entailment model or a reader must)."""
+    from pmc_rag.components.citations import canonical_id
+    from pmc_rag.components.section_chunker import split_sentences
+
+    if answer.get("flags", {}).get("not_answered") or answer.get("kind", "answer") != "answer":
+        return {"sentences": 0, "sentences_cited": 0, "sentences_copied": 0}
+    by_number = {str(c["number"]): canonical_id(c["source_id"]) for c in answer.get("citations", [])}
+    sentences = [x for x in split_sentences(" ".join((answer.get("answer") or "").split())) if content_words(x)]
+    cited = copied = 0
+    for sentence in sentences:
+        papers = {by_number.get(n) for n in re.findall(r"\[(\d+)\]", sentence)} - {None}
+        cited += bool(papers)
+        words = content_words(re.sub(r"\[\d+\]", " ", sentence))
+        copied += bool(papers) and any(paper in papers and len(words & passage) >= 0.9 * len(words)
+                                       for paper, passage in corpus)
+    return {"sentences": len(sentences), "sentences_cited": cited, "sentences_copied": copied}
+
+
 def _corpus_passages() -> list[tuple[str, set[str]]]:
     """Each running-text chunk of the indexed corpus (no captions, no back matter) as (paper, its words with the
-    paper's title), read by SQL: what a comparison's evidence is judged against, apart from the pipeline."""
+    paper's title), read by SQL: what a comparison's evidence and an answer's copied sentences are judged
+    against, apart from the pipeline."""
     import os
 
     import psycopg
@@ -193,6 +217,9 @@ def _route_answer_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]
             "evidence_for_each_in_corpus": len(with_evidence) if compares else None,
             "two_or_more_papers_where_evidence": sum(len(r["cited"]) >= 2 for r in with_evidence)
             if compares else None,
+            "sentences": sum(r.get("sentences", 0) for r in group),
+            "sentences_cited": sum(r.get("sentences_cited", 0) for r in group),
+            "sentences_copied": sum(r.get("sentences_copied", 0) for r in group),
             "not_answered": sum(r["not_answered"] for r in group), "quoted": sum(r["quoted"] for r in group),
             "p50_s": seconds[len(seconds) // 2], "p95_s": seconds[min(len(seconds) - 1, int(len(seconds) * 0.95))]})
     return rows
@@ -202,8 +229,8 @@ def route_answers_markdown(report: dict[str, Any]) -> str:
     lines = [f"Set `{report['set']}`, the first {report['per_kind']} questions of each kind.", "",
              "| pipeline | kind | n | route right | papers cited (mean) | >= 2 papers | named paper only | "
              "every subject in cited evidence | >= 2 papers where the corpus has evidence for each subject | "
-             "not answered | quoted | p50 s | p95 s |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "sentences shown | cited | copied from a cited paper | not answered | quoted | p50 s | p95 s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     blank = "–"
     for r in report["summary"]:
         lines.append(
@@ -212,5 +239,6 @@ def route_answers_markdown(report: dict[str, Any]) -> str:
             f"{r['two_or_more_papers']} | {blank if r['named_paper_only'] is None else r['named_paper_only']} | "
             f"{blank if r['all_subjects_in_evidence'] is None else r['all_subjects_in_evidence']} | "
             f"{blank if r.get('evidence_for_each_in_corpus') is None else str(r['two_or_more_papers_where_evidence']) + ' of ' + str(r['evidence_for_each_in_corpus'])} | "
+            f"{r['sentences']} | {r['sentences_cited']} | {r['sentences_copied']} | "
             f"{r['not_answered']} | {r['quoted']} | {r['p50_s']:.1f} | {r['p95_s']:.1f} |")
     return "\n".join(lines)

@@ -399,6 +399,9 @@ def _eval(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be 1 or more")
+    # One warning per question that Ollama is unreachable would bury the progress; each record names the model
+    # that answered and those that failed.
+    logging.getLogger("pmc_rag.components.remembering_fallback_chat_generator").setLevel(logging.ERROR)
     if args.crisis:
         from pmc_rag.evaluation.crisis import crisis_markdown, run_crisis
 
@@ -418,9 +421,6 @@ def _eval(args: argparse.Namespace) -> int:
         report = run_routes(progress=not args.no_progress, path=None if args.routes == "default" else args.routes)
         return _write_side_report(args, "routes", report, routes_markdown(report))
     print(f"Database: {ensure_database().description}", file=sys.stderr)
-    # One warning per question that Ollama is unreachable would bury the progress bars; each record names the
-    # model that answered and those that failed.
-    logging.getLogger("pmc_rag.components.remembering_fallback_chat_generator").setLevel(logging.ERROR)
     judge = None
     if args.judge_model:
         from pmc_rag.evaluation.judge import FaithfulnessJudge

@@ -382,7 +382,9 @@ def test_a_question_in_two_steps_searches_again_for_what_the_first_results_name_
     assert "Search 3" in steps  # then it looked again from those results, found nothing new, and stopped
     assert len(retriever.calls) == 2  # one look-up of the name's corpus share, one search
     # Not a two-step question: nothing is searched. No time left: no second search, and the notes say why.
-    assert search.run(documents=first, question="Is erlotinib safe?") == {"documents": first, "steps": []}
+    assert result["looked_up"] == ["erlotinib"]
+    assert search.run(documents=first, question="Is erlotinib safe?") == {"documents": first, "steps": [],
+                                                                         "looked_up": []}
     hurried = FollowUpSearch(retriever=retriever, max_searches=2, time_budget_s=-1).run(
         documents=first, question=question, follow_up="what do other papers report about that drug?")
     assert hurried["documents"] == first and "time budget" in hurried["steps"][0]
@@ -462,3 +464,37 @@ def test_a_web_search_set_in_the_yaml_is_asked_only_when_the_papers_do_not_answe
     answered = answer_question(pipeline, "Is first-line erlotinib effective in advanced NSCLC with EGFR mutations?")
     assert not answered["flags"].get("not_answered") and answered.get("web_sources", []) == []
     assert len(search.calls) == 1  # the papers answered: no web search
+
+
+def test_the_evaluation_counts_the_sentences_shown_cited_and_copied_from_a_cited_paper():
+    from pmc_rag.components.citations import content_words
+    from pmc_rag.evaluation.routes import _sentence_checks
+
+    corpus = [("PMC1", content_words("Erlotinib improved progression-free survival to 11 months in the trial.")),
+              ("PMC2", content_words("Rash was the most common adverse event of osimertinib."))]
+    answer = {"answer": "Erlotinib improved progression-free survival to 11 months [1]. Rash was the most common "
+                        "adverse event of osimertinib [1]. Both drugs are safe.",
+              "citations": [{"number": 1, "source_id": "PMC1"}], "flags": {}}
+    # the second sentence is in a paper, but not the one it cites; the third cites nothing
+    assert _sentence_checks(answer, corpus) == {"sentences": 3, "sentences_cited": 2, "sentences_copied": 1}
+    assert _sentence_checks({"answer": "x", "flags": {"not_answered": True}}, corpus)["sentences"] == 0
+
+
+def test_a_two_step_answer_citing_one_paper_gets_another_paper_s_finding_on_what_was_looked_up():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    excerpts = [_doc("f1", "PMC1", "The FIELT trial treated 46 patients with erlotinib and met its endpoint."),
+                _doc("o1", "PMID:2", "Erlotinib caused rash in 80% of patients in this cohort.")]
+    claim = {"text": "The FIELT trial treated 46 patients with erlotinib and met its endpoint", "cited": ["PMC1"],
+             "support": 1.0, "attached": [], "judgement": "supported"}
+    question = "Which drug did the FIELT trial test, and what do other papers report about that drug?"
+    builder = CitedAnswerBuilder()
+    answer = builder.run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
+                         route="multi_step", looked_up=["erlotinib"])["answer"]
+    assert [r["source_id"] for r in answer["references"]] == ["PMC1", "PMID:2"]
+    assert "Erlotinib caused rash in 80% of patients" in answer["answer"]
+    assert any("'erlotinib' (the second search) is quoted" in note for note in answer["notes"])
+    # Without a second search, the answer is the model's alone.
+    alone = builder.run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
+                        route="multi_step")["answer"]
+    assert [r["source_id"] for r in alone["references"]] == ["PMC1"]
