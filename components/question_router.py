@@ -311,9 +311,17 @@ find found say says report reported compare compared difference differences outc
 
 def _paper_phrase(question: str) -> str:
     """The words that name the paper in a summary request: "Summarise the FIELT trial" -> "FIELT"."""
-    named = _NAMED_PAPER.search(question)
-    if named:
+    # Tried at each "the" and quotation mark in turn: in "the key results of the meta-analysis of p16INK4a", the
+    # first names what is asked for, the second the paper.
+    for start in (m.start() for m in re.finditer(r"\bthe\b|['\"\u2018\u201c]", question, re.IGNORECASE)):
+        named = _NAMED_PAPER.match(question, start)
+        if not named:
+            continue
         found = named.group("phrase") or named.group("subject") or named.group("quoted") or ""
+        if named.group("phrase"):  # "methods and results of the ACE I/D polymorphism" -> "ACE I/D polymorphism"
+            found = re.sub(r"^.*\b(?:of|on|about|from) the\b", "", found, flags=re.IGNORECASE)
         found = re.sub(r"\s+(?:find|found|report|reported|show|showed|conclude|concluded)$", "", found.strip())
-        return found.strip("'\"\u2018\u2019\u201c\u201d ")
+        found = found.strip("'\"\u2018\u2019\u201c\u201d ")
+        if found:
+            return found
     return _SUMMARY_VERB.sub(" ", question).strip(" ?.:")

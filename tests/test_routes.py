@@ -25,6 +25,13 @@ from conftest import make_store, pipeline_file_for
     ("Summarize the FIELT trial.", "summarise", "FIELT"),
     ("Briefly, what did the paper on EGFR exon 20 insertions and osimertinib find?", "summarise",
      "EGFR exon 20 insertions and osimertinib"),
+    # what is asked for ("the key results of the ...") is not the paper's name
+    ("What were the key results of the meta-analysis of p16INK4a in vulvar cancer?", "summarise",
+     "p16INK4a in vulvar cancer"),
+    ("What are the main findings of the paper on life expectancies in South Africa?", "summarise",
+     "life expectancies in South Africa"),
+    ("Outline the methods and results of the ACE I/D polymorphism and preeclampsia meta-analysis", "summarise",
+     "ACE I/D polymorphism and preeclampsia"),
     ("Erlotinib vs osimertinib in EGFR-mutant lung cancer", "compare", None),
     ("Do the papers agree on whether smoking affects depression?", "compare", None),
     ("What is known about tuberculosis?", "overview", None),
