@@ -567,6 +567,10 @@ _ABOUT_THE_EXCERPTS = re.compile(
     r"(?:not\s+)?(?:answer|mention|state|say|provide|discuss|contain|address|describe|report|indicate|suggest|"
     r"show|specify)", re.IGNORECASE)
 
+# The request echoed as a label: "Summary: ...", "TL;DR: ...", "Key results of 'Quantifying ...': The paper ..."
+_REQUEST_LABEL = re.compile(r"^(?:summary|tl;?\s?dr|overview|key (?:results|findings)|main findings|in summary|"
+                            r"outline)\b[^:]{0,160}:\s+(?=[A-Z])", re.IGNORECASE)
+
 _VERDICT_POLICIES = ("checked", "none", "model")
 _COMPARISON_POLICIES = ("model", "quoted")
 _VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)
@@ -643,6 +647,7 @@ def _without_section_label(text: str, documents: list[Document]) -> str:
         if text.lower().startswith(header.lower()):
             text = text[len(header):]
             break
+    text = _REQUEST_LABEL.sub("", text)
     for section in sorted({str(d.meta.get("section") or "") for d in documents}, key=len, reverse=True):
         if section and text.lower().startswith(section.lower() + ":"):
             rest = text[len(section) + 1:].strip()

@@ -353,6 +353,11 @@ def test_an_excerpt_s_header_copied_by_the_model_is_not_shown_as_text():
     answer = CitedAnswerBuilder().run(question="Does erlotinib improve survival?", documents=[excerpt],
                                       claims=[claim], raw_answer="x [PMC1]")["answer"]
     assert answer["answer"].startswith("Erlotinib improved progression-free survival")
+    for label in ("Summary: ", "TL;DR: ", "Key results of 'The FIELT trial': "):  # the request, echoed
+        labelled = {**claim, "text": label + "Erlotinib improved progression-free survival to 11 months"}
+        shown = CitedAnswerBuilder().run(question="Summarise the FIELT trial", documents=[excerpt],
+                                         claims=[labelled], raw_answer="x [PMC1]", route="summarise")["answer"]
+        assert shown["answer"].startswith("Erlotinib improved"), label
 
 
 class FakeTextRetriever:
