@@ -226,14 +226,9 @@ class CitedAnswerBuilder:
                              "found about it is quoted.")
         if looked_up and len(_cited_papers(claims)) < 2:
             # The model and the quotations keep to the best-matching paper; the second search was made for another.
-            for name in looked_up:
-                other = self._quote_naming(content_words(name), content_words(name), documents,
-                                           avoid=_cited_papers(claims), taken={c["text"] for c in claims},
-                                           other_papers_only=True)
-                if other is not None:
-                    claims = claims + [other]
-                    notes.append(f"What another paper reports about '{name}' (the second search) is quoted.")
-                    break
+            claims, name = self._from_another_paper(claims, [(n, n) for n in looked_up], documents)
+            if name:
+                notes.append(f"What another paper reports about '{name}' (the second search) is quoted.")
         if verdict_withheld:
             notes.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
                          "supports states it. Read the papers' findings " + ("quoted" if extractive else "cited")
@@ -410,16 +405,22 @@ class CitedAnswerBuilder:
             if added:
                 claims = claims + added
                 quoted_for.append(subject)
-        cited = _cited_papers(claims)
-        if len(cited) == 1:
-            for part, subject in zip(parts, subjects):
-                other = self._quote_naming(content_words(subject), content_words(part), documents, avoid=cited,
-                                           taken={c["text"] for c in claims}, other_papers_only=True)
-                if other is not None:
-                    claims = claims + [other]
-                    quoted_for.append(subject)
-                    break
+        if len(_cited_papers(claims)) == 1:
+            claims, subject = self._from_another_paper(claims, list(zip(subjects, parts)), documents)
+            quoted_for += [subject] if subject else []
         return claims, quoted_for
+
+    def _from_another_paper(self, claims: list[dict[str, Any]], named: list[tuple[str, str]],
+                            documents: list[Document]) -> tuple[list[dict[str, Any]], str | None]:
+        """The claims with one more: the first of the `named` (name, the words around it) on which a paper not
+        cited yet reports a finding, quoted. Returns the claims and that name (None: no paper had one)."""
+        for name, words in named:
+            other = self._quote_naming(content_words(name), content_words(words), documents,
+                                       avoid=_cited_papers(claims), taken={c["text"] for c in claims},
+                                       other_papers_only=True)
+            if other is not None:
+                return claims + [other], name
+        return claims, None
 
     def _extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document],
                           avoid: set[str] | None = None) -> list[dict[str, Any]]:
