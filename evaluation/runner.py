@@ -60,7 +60,8 @@ PACKAGES = ("haystack-ai", "pgvector-haystack", "ollama-haystack", "sentence-tra
 # The order variants appear in when none are named: retrieval legs, their fusion, ranking stages, then answering.
 SHIPPED_ORDER = ("retrieve_semantic", "retrieve_keyword_stock", "retrieve_bm25", "retrieve_hybrid",
                  "retrieve_hybrid_mmr", "retrieve_hybrid_rerank", "rag", "rag_abbrev", "rag_evidence", "rag_context",
-                 "rag_short_excerpts", "rag_routed", "rag_rerank", "rag_extractive")
+                 "rag_short_excerpts", "rag_rewrite", "rag_multi_query", "rag_routed", "rag_rerank",
+                 "rag_extractive")
 EMPTY_REPLY = {"type": "pmc_rag.components.empty_reply_generator.EmptyReplyGenerator", "init_parameters": {}}
 
 
@@ -90,12 +91,24 @@ class Variant:
 
 def without_generation(spec: dict[str, Any]) -> None:
     """Replace every generator (by its type) with an empty reply, and start no model server (retrieval-only runs
-    of answering pipelines)."""
+    of answering pipelines) unless a stage before the answer still asks the model (a query rewriter's own
+    generator: rag_rewrite.yml), since what it writes is what is searched."""
     for component in (spec.get("components") or {}).values():
         if "generator" in str(component.get("type", "")).lower():
             component.clear()
             component.update(EMPTY_REPLY)
-    spec.pop("local_model", None)
+    local = spec.get("local_model") or {}
+    if not _names_value(spec.get("components"), local.get("url")):
+        spec.pop("local_model", None)
+
+
+def _names_value(node: Any, value: Any) -> bool:
+    """Whether `value` appears anywhere in a nested spec."""
+    if isinstance(node, dict):
+        return any(_names_value(v, value) for v in node.values())
+    if isinstance(node, list):
+        return any(_names_value(v, value) for v in node)
+    return value is not None and node == value
 
 
 NO_GENERATOR = "has no generator for the adversary to replace"

@@ -320,6 +320,22 @@ def test_a_local_model_edit_repoints_the_generator_and_drops_ollama():
         with_local_model("smollm2-135m-instruct", 1499)(retrieval)
 
 
+def test_without_generation_keeps_the_model_server_only_for_a_query_writer():
+    """Retrieval-only runs replace the answer's generator; a rewriter's model writes what is searched, so it stays
+    (and so does the model server it needs)."""
+    from pmc_rag.evaluation.runner import EMPTY_REPLY, without_generation
+    from pmc_rag.pipelines import pipeline_spec
+
+    _, plain = pipeline_spec("rag")
+    without_generation(plain)
+    assert plain["components"]["generator"] == EMPTY_REPLY and "local_model" not in plain
+    _, rewriting = pipeline_spec("rag_rewrite")
+    without_generation(rewriting)
+    assert rewriting["components"]["generator"] == EMPTY_REPLY
+    writer = rewriting["components"]["rewriter"]["init_parameters"]["chat_generator"]
+    assert writer["init_parameters"]["api_base_url"] == rewriting["local_model"]["url"]
+
+
 def test_unanswerable_check_counts_refusals_per_set_without_asking_a_model(eval_table, tmp_path):
     from pmc_rag.evaluation.questions import Question
     from pmc_rag.evaluation.relevance import relevance_markdown, run_relevance
