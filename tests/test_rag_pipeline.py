@@ -134,15 +134,19 @@ def test_a_model_that_cannot_load_is_a_start_up_error_naming_the_yaml_key(rag_fi
 
 
 @pytest.mark.parametrize("name", ["rag_abbrev", "rag_evidence", "rag_context", "rag_structured",
-                                  "rag_short_excerpts"])
+                                  "rag_short_excerpts", "rag_rewrite", "rag_multi_query"])
 def test_each_optional_stage_is_a_yaml_variant_that_answers(rag_files, name):
     table, folder = rag_files
     pipeline = load_declared_pipeline(pipeline_file_for(name, table, folder))
     answer = answer_question(pipeline, "Does first-line erlotinib help NSCLC patients with an EGFR mutation?")
     stage = {"rag_abbrev": "expander", "rag_evidence": "evidence_boost", "rag_context": "context",
-             "rag_structured": "reader", "rag_short_excerpts": "sentences"}[name]
+             "rag_structured": "reader", "rag_short_excerpts": "sentences", "rag_rewrite": "rewriter",
+             "rag_multi_query": "expander"}[name]
     assert answer["timings_ms"][stage] > 0
     assert answer["references"]
+    if name in ("rag_rewrite", "rag_multi_query"):  # what the model wrote was searched, and the notes say so
+        searched = [n for n in answer["notes"] if n.startswith(("Searched as: ", "Also searched: "))]
+        assert searched and "erlotinib" in searched[0].lower(), answer["notes"]
     assert {r["source_id"] for r in answer["references"]} <= {s["source_id"] for s in answer["sources"]
                                                               if s["in_prompt"]}
 
