@@ -88,7 +88,9 @@ def restates_question(sentence: str, question: str) -> bool:
     front ("Yes, X improves Y."): every content word but one is the question's own. Such a sentence says nothing
     the question did not, so no excerpt can be shown to support it as a finding."""
     bare = re.sub(r"\[[^\]]*\]", "", sentence).strip()
-    if bare.rstrip(" .").endswith("?"):
+    # A question, or one quoted inside a sentence ('Yes, the question "Stage I NSCLC: really an early stage?" can
+    # be answered yes'): a finding has no question mark.
+    if "?" in bare:
         return True
     words = content_words(without_verdict(bare))
     return len(words) >= 2 and len(words - content_words(question)) <= 1

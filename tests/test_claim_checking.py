@@ -438,6 +438,10 @@ def test_the_question_restated_with_a_verdict_is_never_shown_as_a_finding():
     as_written = built("Yes, erlotinib prolongs progression-free survival in EGFR-mutant lung adenocarcinoma "
                        "[PMC4816447].", "Is metformin safe?")  # not a restatement of this question: a finding
     assert as_written["answer"].startswith("Yes, erlotinib prolongs")
+    quoting = built('Yes, the question "Stage I non-small cell lung carcinoma: really an early stage? " can be '
+                    'answered yes [PMC4816447]. Skin rash was the most common adverse event [PMC4816447].',
+                    "Stage I non-small cell lung carcinoma: really an early stage?")
+    assert quoting["answer"] == "Skin rash was the most common adverse event [1]."  # seen in an eval, 2026-11-25
 
 
 def test_a_verdict_stays_only_on_a_supported_claim_and_uncited_sentences_are_named_not_shown():
