@@ -99,7 +99,11 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
         raise ValueError(f"unknown kind(s) of question: {', '.join(unknown)}; the kinds are {', '.join(ROUTES)}")
     chosen: list[dict[str, Any]] = []
     for kind in kinds or ROUTES:
-        chosen += [q for q in questions if q["kind"] == kind][offset: offset + per_kind]
+        # as many questions the corpus cannot answer as it can (up to those labelled), so that every kind's row
+        # says whether "not answered" came when it was right
+        of_kind = [q for q in questions if q["kind"] == kind]
+        chosen += [q for q in of_kind if q.get("answerable", True)][offset: offset + per_kind]
+        chosen += [q for q in of_kind if not q.get("answerable", True)][offset: offset + per_kind]
     corpus = _corpus_passages()
     records: list[dict[str, Any]] = []
     for name in pipelines:
@@ -114,6 +118,7 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
                               and content_words(s) <= content_words(evidence)]
             records.append({
                 "pipeline": name, "id": row["id"], "kind": row["kind"], "route": answer.get("route"),
+                "answerable": row.get("answerable", True),
                 "question": row["question"], "answer": answer.get("answer"), "cited": cited,
                 "not_answered": bool(answer.get("flags", {}).get("not_answered")),
                 "quoted": bool(answer.get("flags", {}).get("extractive_fallback")),
@@ -200,14 +205,17 @@ def _route_answer_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         groups[(record["pipeline"], record["kind"])].append(record)
-    for (pipeline, kind), group in groups.items():
-        seconds = sorted(r["seconds"] for r in group)
+    for (pipeline, kind), asked in groups.items():
+        seconds = sorted(r["seconds"] for r in asked)
+        # what the answers cite and say is judged on the questions the corpus can answer
+        group = [r for r in asked if r.get("answerable", True)] or asked
+        unanswerable = [r for r in asked if not r.get("answerable", True)]
         summaries = [r for r in group if r["named_paper_only"] is not None]
         compares = [r for r in group if len(r["subjects"]) >= 2]
         with_evidence = [r for r in compares if _both_sides_in_corpus(r)]
         rows.append({
-            "pipeline": pipeline, "kind": kind, "questions": len(group),
-            "route_right": sum(r["route"] == kind for r in group) if any(r["route"] for r in group) else None,
+            "pipeline": pipeline, "kind": kind, "questions": len(group), "routed": len(asked),
+            "route_right": sum(r["route"] == kind for r in asked) if any(r["route"] for r in asked) else None,
             "papers_cited_mean": sum(len(r["cited"]) for r in group) / len(group),
             "two_or_more_papers": sum(len(r["cited"]) >= 2 for r in group),
             "named_paper_only": sum(bool(r["named_paper_only"]) for r in summaries) if summaries else None,
@@ -221,24 +229,32 @@ def _route_answer_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]
             "sentences_cited": sum(r.get("sentences_cited", 0) for r in group),
             "sentences_copied": sum(r.get("sentences_copied", 0) for r in group),
             "not_answered": sum(r["not_answered"] for r in group), "quoted": sum(r["quoted"] for r in group),
+            "unanswerable": len(unanswerable),
+            "unanswerable_not_answered": sum(r["not_answered"] for r in unanswerable),
             "p50_s": seconds[len(seconds) // 2], "p95_s": seconds[min(len(seconds) - 1, int(len(seconds) * 0.95))]})
     return rows
 
 
 def route_answers_markdown(report: dict[str, Any]) -> str:
-    lines = [f"Set `{report['set']}`, the first {report['per_kind']} questions of each kind.", "",
+    lines = [f"Set `{report['set']}`, the first {report['per_kind']} questions of each kind that the corpus answers "
+             f"(n; the figures up to `quoted` are theirs), and the first {report['per_kind']} it cannot answer "
+             "(labelled `answerable: false`; the right answer is \"not answered\").", "",
              "| pipeline | kind | n | route right | papers cited (mean) | >= 2 papers | named paper only | "
              "every subject in cited evidence | >= 2 papers where the corpus has evidence for each subject | "
-             "sentences shown | cited | copied from a cited paper | not answered | quoted | p50 s | p95 s |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "sentences shown | cited | copied from a cited paper | not answered | quoted | "
+             "unanswerable: not answered | p50 s | p95 s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     blank = "–"
     for r in report["summary"]:
+        route_right = blank if r["route_right"] is None else f"{r['route_right']} of {r.get('routed', r['questions'])}"
+        unanswerable = (f"{r['unanswerable_not_answered']} of {r['unanswerable']}" if r.get("unanswerable")
+                        else blank)
         lines.append(
             f"| {r['pipeline']} | {r['kind']} | {r['questions']} | "
-            f"{blank if r['route_right'] is None else r['route_right']} | {r['papers_cited_mean']:.2f} | "
+            f"{route_right} | {r['papers_cited_mean']:.2f} | "
             f"{r['two_or_more_papers']} | {blank if r['named_paper_only'] is None else r['named_paper_only']} | "
             f"{blank if r['all_subjects_in_evidence'] is None else r['all_subjects_in_evidence']} | "
             f"{blank if r.get('evidence_for_each_in_corpus') is None else str(r['two_or_more_papers_where_evidence']) + ' of ' + str(r['evidence_for_each_in_corpus'])} | "
             f"{r['sentences']} | {r['sentences_cited']} | {r['sentences_copied']} | "
-            f"{r['not_answered']} | {r['quoted']} | {r['p50_s']:.1f} | {r['p95_s']:.1f} |")
+            f"{r['not_answered']} | {r['quoted']} | {unanswerable} | {r['p50_s']:.1f} | {r['p95_s']:.1f} |")
     return "\n".join(lines)

@@ -421,6 +421,30 @@ def test_the_evaluation_judges_a_comparison_s_evidence_from_the_corpus_not_from_
         run_route_answers(["rag_routed"], kinds=["compares"], progress=False)
 
 
+def test_each_kind_s_row_says_whether_not_answered_came_when_it_was_right():
+    """Questions labelled `answerable: false` are counted apart: "not answered" is their right answer, and the
+    answer figures (papers cited, not answered) are those of the questions the corpus answers."""
+    from pmc_rag.evaluation.routes import _route_answer_summary, labelled_route_questions, route_answers_markdown
+
+    def record(answerable: bool, not_answered: bool, cited: list[str]) -> dict:
+        return {"pipeline": "rag_routed", "kind": "compare", "route": "compare", "answerable": answerable,
+                "not_answered": not_answered, "cited": cited, "quoted": False, "named_paper_only": None,
+                "sections_given": True, "subjects": [], "subjects_in_evidence": [], "evidence_for_each": None,
+                "seconds": 1.0}
+
+    rows = _route_answer_summary([record(True, False, ["PMC1", "PMC2"]), record(True, True, []),
+                                  record(False, True, []), record(False, False, ["PMC3"])])
+    row = rows[0]
+    assert (row["questions"], row["routed"], row["route_right"]) == (2, 4, 4)
+    assert (row["not_answered"], row["unanswerable"], row["unanswerable_not_answered"]) == (1, 2, 1)
+    assert row["papers_cited_mean"] == 1.0 and row["two_or_more_papers"] == 1
+    table = route_answers_markdown({"set": "dev", "per_kind": 2, "summary": rows})
+    assert "| rag_routed | compare | 2 | 4 of 4 |" in table and "| 1 of 2 |" in table
+    unanswerable = [q for q in labelled_route_questions() if q.get("answerable") is False]
+    assert {q["kind"] for q in unanswerable} == {"single", "summarise", "compare", "several", "overview",
+                                                 "multi_step"}
+
+
 def test_the_web_fallback_is_offline_by_default_labels_what_a_web_search_finds_and_survives_its_failure(
         monkeypatch):
     from fake_web_search import FakeWebSearch
