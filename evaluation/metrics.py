@@ -83,13 +83,15 @@ def citation_scores(answer: dict[str, Any], gold_source_ids: Sequence[str]) -> d
     }
 
 
-_VERDICT = re.compile(r"^\W*(yes|no|maybe)\b", re.IGNORECASE)
+# "No" opens a verdict only when punctuation follows ("No, ...", "**No**."): "No technical problems were found"
+# (a quoted finding) answers nothing with its first word.
+_VERDICT = re.compile(r"^\W*(?:(yes|maybe)\b|(no)(?=\W*?[,.;:!\-\u2013\u2014]|\W*$))", re.IGNORECASE)
 
 
 def predicted_verdict(answer_text: str) -> str | None:
     """The yes/no/maybe the displayed answer starts with (the prompt asks for one first), or None."""
     match = _VERDICT.match(answer_text or "")
-    return match.group(1).lower() if match else None
+    return (match.group(1) or match.group(2)).lower() if match else None
 
 
 def confusion_matrix(pairs: Iterable[tuple[str, str | None]]) -> dict[str, dict[str, int]]:

@@ -7,7 +7,8 @@ Per answer (`trust_scores`):
 - `uncited_sentences`: displayed sentences without a citation, in an answer that is neither quotations nor "not
   answered";
 - `questions_shown`: displayed sentences that are a question, or restate the question (all but one of their
-  content words are the question's) with or without a verdict word in front;
+  content words are the question's) with or without a verdict word in front; in a quotation answer, only a
+  question (the quoted sentences are the paper's own);
 - for quotation answers (`extractive_fallback`), `quotes` and `quotes_answering`: the quoted sentences, and those
   whose content words are mostly (80%) in one sentence of the gold conclusion or results.
 """
@@ -64,8 +65,10 @@ def trust_scores(answer: dict[str, Any], question: Any) -> dict[str, Any]:
         "wrong_verdict_shown": bool(verdict and question.gold_verdict and verdict != question.gold_verdict and cites),
         "uncited_sentences": [] if quotations or not_answered else [s for s in sentences
                                                                      if not _CITATION.search(s)],
-        "questions_shown": [] if not_answered else [s for s in sentences
-                                                    if restates_question(s, question.question)],
+        # a quotation is the paper's own sentence: its words may be the question's ("Time to treatment had no
+        # impact on survival") without restating it, so there only a question mark counts
+        "questions_shown": [] if not_answered else [s for s in sentences if (
+            _CITATION.sub("", s).strip().endswith("?") if quotations else restates_question(s, question.question))],
         "not_answered": not_answered,
     }
     if quotations and not not_answered:

@@ -80,6 +80,8 @@ def test_verdicts_and_confusion_matrix():
     assert predicted_verdict("Maybe: the evidence is mixed.") == "maybe"
     assert predicted_verdict("Yesterday's trial showed...") is None  # a word boundary, not a prefix
     assert predicted_verdict("The excerpts do not answer it.") is None
+    assert predicted_verdict("No technical problems with INR testing were uncovered [1].") is None  # a finding
+    assert predicted_verdict("No - it does not [1].") == "no" and predicted_verdict("No") == "no"
     matrix = confusion_matrix([("yes", "yes"), ("yes", None), ("no", "yes"), ("maybe", "no")])
     assert matrix["yes"] == {"yes": 1, "no": 0, "maybe": 0, "none": 1}
     assert matrix["no"]["yes"] == 1 and matrix["maybe"]["no"] == 1
@@ -385,6 +387,10 @@ def test_what_a_reader_is_shown_is_judged_by_the_gold_label_and_the_gold_finding
                                      "works in lung cancer [2].", "references": [{}, {}],
                            "flags": {"extractive_fallback": True}}, question)
     assert (quoted["quotes"], quoted["quotes_answering"]) == (2, 1) and quoted["uncited_sentences"] == []
+    # the paper's own conclusion, quoted, in the question's words: a finding, not the question restated
+    conclusion = trust_scores({"answer": "First-line erlotinib was not effective in EGFR-mutant lung cancer [1].",
+                               "references": [{}], "flags": {"extractive_fallback": True}}, question)
+    assert conclusion["questions_shown"] == []
     summary = summarise_trust([{"trust": restated}, {"trust": uncited_verdict}, {"trust": quoted}])
     assert summary["wrong_verdicts_shown"] == 1 and summary["uncited_sentences_shown"] == 2
     assert summary["quotation_answers_quoting_gold_findings"] == 1 and summary["quotation_share"] == 1 / 3
