@@ -238,6 +238,21 @@ def test_a_question_the_papers_cannot_answer_gets_not_answered_without_asking_th
     assert not any(s["in_prompt"] for s in answer["sources"])
 
 
+def test_the_retry_variant_rewrites_only_a_question_the_first_search_turns_away(rag_files):
+    """rag_rewrite_retry.yml: a question the first search answers costs no rewrite; one it turns away is rewritten
+    by the model and searched again, and the notes say as what (here still not answered: nothing is about it)."""
+    table, folder = rag_files
+    pipeline = load_declared_pipeline(pipeline_file_for("rag_rewrite_retry", table, folder))
+    pipeline.warm_up()
+    answered = answer_question(pipeline, QUESTION)
+    assert answered["references"] and "rewriter" not in answered["timings_ms"]
+    assert not any(n.startswith("Searched as: ") for n in answered["notes"])
+    away = answer_question(pipeline, "How do I reset my router password?")
+    assert away["flags"]["not_answered"] and not away["references"]
+    assert away["timings_ms"]["rewriter"] > 0 and away["timings_ms"]["retry_gate"] > 0
+    assert any(n.startswith("Searched as: ") for n in away["notes"]), away["notes"]
+
+
 def test_the_prompt_names_each_paper_once_and_labels_every_excerpt():
     """A paper's title, journal and year go with its first excerpt only (each repeat was ~45 tokens of reading);
     every excerpt keeps its label, which the model must copy."""
