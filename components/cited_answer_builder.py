@@ -10,9 +10,8 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
-from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
+from pmc_rag.components.claim_signals import finding_rank, restates_question, states_an_aim, without_verdict
 from pmc_rag.components.section_chunker import split_sentences
-from pmc_rag.components.section_kinds import FINDINGS_SECTION
 
 
 def source_link(meta: dict[str, Any]) -> str | None:
@@ -472,7 +471,7 @@ class CitedAnswerBuilder:
                     if sentence in taken or len(sentence.split()) < self._MIN_QUOTED_WORDS:
                         continue
                     stems = content_words(sentence)
-                    rank = _finding_rank(sentence, chunk.meta.get("section"))
+                    rank = finding_rank(sentence, chunk.meta.get("section"))
                     if rank == 0:
                         continue
                     tie = 3 if words <= stems else 2 if title_names else 1
@@ -489,7 +488,7 @@ class CitedAnswerBuilder:
                     findings_only: bool) -> list[dict[str, Any]]:
         claims, first_overlap = [], None
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
-            candidates = [(sentence, _finding_rank(sentence, chunk.meta.get("section")))
+            candidates = [(sentence, finding_rank(sentence, chunk.meta.get("section")))
                           for chunk in chunks for sentence in split_sentences(" ".join((chunk.content or "").split()))]
             # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
             # captions, methods and background, which do not answer anything.
@@ -530,35 +529,6 @@ class CitedAnswerBuilder:
             "page": evidence_chunk.meta.get("page"), "collection": meta.get("collection"),
             "evidence_level": meta.get("evidence_level"),
         }
-
-
-# What a quotation may be: a finding (rank 2: from a conclusion or results section, or stating one), any other
-# sentence (1), or one that answers nothing (0: an aim, a caption or table row, a method, background).
-_NOT_A_FINDING_SECTION = re.compile(r"background|introduction|objective|aim|purpose|method|design|setting|"
-                                    r"participant|patients|intervention|outcome measure|table|figure", re.IGNORECASE)
-_CAPTION = re.compile(r"^\W*(?:table|figure|fig\.|supplementa\w*|(?:baseline |demographic )?characteristics of|"
-                      r"flow ?chart|abbreviations?)\b", re.IGNORECASE)
-_METHOD = re.compile(r"\b(?:were (?:randomi[sz]ed|enrolled|recruited|included|assigned|allocated|collected|"
-                     r"measured|analy[sz]ed|reviewed|selected|divided)|we (?:recruited|enrolled|included|"
-                     r"randomi[sz]ed|conducted|performed|used|collected|reviewed|analy[sz]ed)|data were|"
-                     r"(?:a |this )?(?:retrospective|prospective|cross-sectional) (?:study|review|analysis) of)\b",
-                     re.IGNORECASE)
-_FINDING_WORDS = re.compile(r"\b(?:suggest\w*|conclu\w*|indicat\w*|show\w*|found|demonstrat\w*|associated|"
-                            r"significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|lower|higher|no difference|"
-                            r"did not|was not|were not|effective|predict\w*|p\s*[<=]|odds ratio|hazard ratio)\b",
-                            re.IGNORECASE)
-
-
-def _finding_rank(sentence: str, section: Any) -> int:
-    """2: a finding; 1: another sentence; 0: an aim, a caption or table row, a method, or background."""
-    section = str(section or "")
-    if states_an_aim(sentence) or _CAPTION.match(sentence) or _METHOD.search(sentence):
-        return 0
-    if FINDINGS_SECTION.search(section):
-        return 2
-    if _NOT_A_FINDING_SECTION.search(section):
-        return 0 if not _FINDING_WORDS.search(sentence) else 1
-    return 2 if _FINDING_WORDS.search(sentence) else 1
 
 
 # "The excerpts do not answer the question", "The excerpt states that ...": a remark on the prompt, not a finding.

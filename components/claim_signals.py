@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from pmc_rag.components.citations import content_words
+from pmc_rag.components.section_kinds import FINDINGS_SECTION
 
 # The labels every support judge gives (ClaimChecker reads them).
 SUPPORTED, CONTRADICTED, UNSUPPORTED, UNVERIFIABLE = "supported", "contradicted", "unsupported", "unverifiable"
@@ -75,6 +76,35 @@ _AIM = re.compile(r"^\W*(?:to (?:assess|determine|evaluate|compare|examine|inves
 
 def states_an_aim(sentence: str) -> bool:
     return bool(_AIM.match(sentence))
+
+
+# What a quotation may be: a finding (rank 2: from a conclusion or results section, or stating one), any other
+# sentence (1), or one that answers nothing (0: an aim, a caption or table row, a method, background).
+_NOT_A_FINDING_SECTION = re.compile(r"background|introduction|objective|aim|purpose|method|design|setting|"
+                                    r"participant|patients|intervention|outcome measure|table|figure", re.IGNORECASE)
+_CAPTION = re.compile(r"^\W*(?:table|figure|fig\.|supplementa\w*|(?:baseline |demographic )?characteristics of|"
+                      r"flow ?chart|abbreviations?)\b", re.IGNORECASE)
+_METHOD = re.compile(r"\b(?:were (?:randomi[sz]ed|enrolled|recruited|included|assigned|allocated|collected|"
+                     r"measured|analy[sz]ed|reviewed|selected|divided)|we (?:recruited|enrolled|included|"
+                     r"randomi[sz]ed|conducted|performed|used|collected|reviewed|analy[sz]ed)|data were|"
+                     r"(?:a |this )?(?:retrospective|prospective|cross-sectional) (?:study|review|analysis) of)\b",
+                     re.IGNORECASE)
+_FINDING_WORDS = re.compile(r"\b(?:suggest\w*|conclu\w*|indicat\w*|show\w*|found|demonstrat\w*|associated|"
+                            r"significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|lower|higher|no difference|"
+                            r"did not|was not|were not|effective|predict\w*|p\s*[<=]|odds ratio|hazard ratio)\b",
+                            re.IGNORECASE)
+
+
+def finding_rank(sentence: str, section: Any) -> int:
+    """2: a finding; 1: another sentence; 0: an aim, a caption or table row, a method, or background."""
+    section = str(section or "")
+    if states_an_aim(sentence) or _CAPTION.match(sentence) or _METHOD.search(sentence):
+        return 0
+    if FINDINGS_SECTION.search(section):
+        return 2
+    if _NOT_A_FINDING_SECTION.search(section):
+        return 0 if not _FINDING_WORDS.search(sentence) else 1
+    return 2 if _FINDING_WORDS.search(sentence) else 1
 
 
 def check_pairs(claims: list[str], evidence: list[str]) -> None:

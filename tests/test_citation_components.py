@@ -261,7 +261,7 @@ def test_a_follow_ups_quotation_is_chosen_by_its_own_words_first():
     ("First-line erlotinib is a treatment of choice.", "Abstract: Conclusions", 2),
 ])
 def test_quotations_are_findings_never_aims_captions_methods_or_background(sentence, section, rank):
-    from pmc_rag.components.cited_answer_builder import _finding_rank
+    from pmc_rag.components.claim_signals import finding_rank as _finding_rank
 
     assert _finding_rank(sentence, section) == rank
 
