@@ -272,10 +272,13 @@ class CitedAnswerBuilder:
         if invalid_citations:
             notes.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
                          f"{', '.join(invalid_citations)}.")
-        if excerpts_dropped and route == "summarise":
-            notes.append(f"The paper is longer than the model reads at once: {excerpts_dropped} of its passages were "
-                         "left out. The summary comes from its abstract and the first passages of its conclusion, "
-                         "results, discussion and methods; each citation names its section.")
+        shortened = sum(1 for d in documents if d.meta.get("sentences_read"))
+        if (excerpts_dropped or shortened) and route == "summarise":
+            read = [f"{shortened} of its passages were read in part, their findings first" if shortened else "",
+                    f"{excerpts_dropped} of its passages were left out" if excerpts_dropped else ""]
+            notes.append("The paper is longer than the model reads at once: " + "; ".join(filter(None, read)) +
+                         ". The summary comes from its abstract and the first passages of its conclusion, results, "
+                         "discussion and methods; each citation names its section.")
         elif excerpts_dropped:
             notes.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
         meta = {**(replies[0].meta if replies else {}), **(generator_meta or {})}

@@ -10,7 +10,9 @@ from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 from psycopg import sql
 
 from pmc_rag.components.citations import content_words, paper_ids
+from pmc_rag.components.claim_signals import finding_rank
 from pmc_rag.components.excerpt_budget import estimated_tokens
+from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import is_readable_evidence
 from pmc_rag.components.store_connection import connect, with_store_from_dict
 
@@ -34,6 +36,13 @@ class PaperReader:
     conclusion, results, discussion and methods sections, in that order of preference, shown in the paper's own
     order; captions and back matter never. `excerpts_dropped` counts what was left out, and the answer says so.
 
+    With `sentences_per_passage`, a paper that does not fit is first condensed (the map step of a map-reduce
+    summary, done without the model): each passage outside the abstract keeps only that many of its sentences,
+    its findings first (then other sentences; aims, captions and methods last), in the passage's own order. More
+    of the paper's sections then fit, and the model's summary (the reduce step) is written from the paper's own
+    sentences, which the claim check holds it to. A shortened passage says so in `meta["sentences_read"]`
+    ("2 of 9").
+
     When no indexed paper matches, nothing goes to `documents`; `unanswered` gets the papers whose titles came
     closest (if any) and `why_unanswered` says what was looked for, so the model is not asked.
 
@@ -44,12 +53,13 @@ class PaperReader:
     reader = PaperReader(document_store=store, max_tokens=2000)
     reader.run(paper="PMC4816447")     # {"documents": [abstract, ..., conclusion], "excerpts_dropped": 30}
     reader.run(paper="FIELT")          # the same paper, found by its title
+    PaperReader(document_store=store, max_excerpts=16, sentences_per_passage=2).run(paper="PMC4816447")
     ```
     """
 
     def __init__(self, *, document_store: PgvectorDocumentStore, max_tokens: int = 2000, max_excerpts: int = 8,
                  chars_per_token: float = 3.0, tokens_per_excerpt_label: int = 40, min_title_share: float = 0.6,
-                 min_words: int = 8):
+                 min_words: int = 8, sentences_per_passage: int = 0):
         """
         :param document_store: The store the chunks live in.
         :param max_tokens: Tokens the chunks may take in the prompt (estimated as `ExcerptBudget` does).
@@ -57,7 +67,12 @@ class PaperReader:
         :param min_title_share: A title phrase names a paper when at least this share of its content words are
             in the paper's title, and no other title has as many.
         :param min_words: Chunks of fewer words (a trial registration number) are not read.
+        :param sentences_per_passage: For a paper longer than `max_tokens`: how many sentences of each passage
+            outside the abstract to read (its findings first). 0: passages are read whole.
         """
+        if sentences_per_passage < 0:
+            raise ValueError(f"sentences_per_passage must be 0 (read passages whole) or more, not "
+                             f"{sentences_per_passage}")
         self.document_store = document_store
         self.max_tokens = max_tokens
         self.max_excerpts = max_excerpts
@@ -65,12 +80,14 @@ class PaperReader:
         self.tokens_per_excerpt_label = tokens_per_excerpt_label
         self.min_title_share = min_title_share
         self.min_words = min_words
+        self.sentences_per_passage = sentences_per_passage
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, document_store=self.document_store.to_dict(), max_tokens=self.max_tokens,
                                max_excerpts=self.max_excerpts, chars_per_token=self.chars_per_token,
                                tokens_per_excerpt_label=self.tokens_per_excerpt_label,
-                               min_title_share=self.min_title_share, min_words=self.min_words)
+                               min_title_share=self.min_title_share, min_words=self.min_words,
+                               sentences_per_passage=self.sentences_per_passage)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PaperReader:
@@ -96,8 +113,24 @@ class PaperReader:
             {"field": "meta.source_id", "operator": "==", "value": source_id})
         chunks.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
         readable = [d for d in chunks if is_readable_evidence(d) and len((d.content or "").split()) >= self.min_words]
+        if self.sentences_per_passage and sum(self._cost(d) for d in readable) > self.max_tokens:
+            readable = [d if d.meta.get("section_kind") == "abstract" else self._condensed(d) for d in readable]
         chosen = self._within_budget(readable)
         return {"documents": [d for d in readable if d.id in chosen], "excerpts_dropped": len(readable) - len(chosen)}
+
+    def _cost(self, chunk: Document) -> int:
+        return estimated_tokens(chunk, self.chars_per_token, self.tokens_per_excerpt_label)
+
+    def _condensed(self, chunk: Document) -> Document:
+        """The passage cut to its `sentences_per_passage` most telling sentences, in its own order."""
+        sentences = split_sentences(chunk.content or "")
+        if len(sentences) <= self.sentences_per_passage:
+            return chunk
+        section = chunk.meta.get("section")
+        ranked = sorted(range(len(sentences)), key=lambda i: (-finding_rank(sentences[i], section), i))
+        kept = sorted(ranked[:self.sentences_per_passage])
+        return Document(id=chunk.id, content=" ".join(sentences[i] for i in kept), embedding=chunk.embedding,
+                        meta={**chunk.meta, "sentences_read": f"{len(kept)} of {len(sentences)}"})
 
     def _within_budget(self, chunks: list[Document]) -> set[str]:
         chosen: set[str] = set()
@@ -113,7 +146,7 @@ class PaperReader:
                     if section_first_only and kind == "body" and section in seen_sections:
                         continue
                     seen_sections.add(section)
-                    cost = estimated_tokens(chunk, self.chars_per_token, self.tokens_per_excerpt_label)
+                    cost = self._cost(chunk)
                     if used + cost > self.max_tokens or len(chosen) >= self.max_excerpts:
                         continue
                     chosen.add(chunk.id)

@@ -172,6 +172,31 @@ def test_a_named_paper_is_read_in_its_own_order_within_the_budget(sample_store, 
     assert result["excerpts_dropped"] > 10  # a full-text paper does not fit: the rest is counted
 
 
+def test_a_long_paper_condensed_to_its_findings_sentences_is_read_across_more_sections(sample_store):
+    """The map step of a map-reduce summary, without the model: each passage outside the abstract keeps its
+    findings sentences, so more of the paper fits; what is read is the paper's own text, and the chunk ids stay
+    the real ones, so citations still point at the passage."""
+    from pmc_rag.components.section_chunker import split_sentences
+
+    whole = PaperReader(document_store=sample_store, max_tokens=2000, max_excerpts=16).run(paper="PMC4816447")
+    condensed = PaperReader(document_store=sample_store, max_tokens=2000, max_excerpts=16,
+                            sentences_per_passage=2).run(paper="PMC4816447")
+    read = condensed["documents"]
+    sections = {d.meta["section"].split(" / ")[0] for d in read}
+    assert len(read) > len(whole["documents"]) and condensed["excerpts_dropped"] < whole["excerpts_dropped"]
+    assert len(sections) > len({d.meta["section"].split(" / ")[0] for d in whole["documents"]})
+    originals = {d.id: d for d in sample_store.filter_documents(
+        {"field": "meta.source_id", "operator": "==", "value": "PMC4816447"})}
+    shortened = [d for d in read if d.meta.get("sentences_read")]
+    assert shortened and all(d.meta.get("section_kind") != "abstract" for d in shortened)
+    for document in shortened:
+        sentences = split_sentences(document.content)
+        assert len(sentences) <= 2 and all(s in originals[document.id].content for s in sentences)
+    assert [d.meta["chunk_index"] for d in read] == sorted(d.meta["chunk_index"] for d in read)
+    with pytest.raises(ValueError, match="sentences_per_passage must be 0"):
+        PaperReader(document_store=sample_store, sentences_per_passage=-1)
+
+
 def test_a_paper_that_is_not_indexed_is_not_answered_and_says_what_was_looked_for(sample_store):
     reader = PaperReader(document_store=sample_store)
     missing = reader.run(paper="PMC1")
@@ -184,7 +209,7 @@ def test_paper_reader_and_follow_up_search_serialization_round_trip(sample_store
     from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
     from pmc_rag.components.follow_up_search import FollowUpSearch
 
-    data = PaperReader(document_store=sample_store, max_tokens=1500).to_dict()
+    data = PaperReader(document_store=sample_store, max_tokens=1500, sentences_per_passage=2).to_dict()
     assert PaperReader.from_dict(data).to_dict() == data
     data = FollowUpSearch(retriever=PgvectorBM25Retriever(document_store=sample_store, top_k=2),
                           max_searches=3).to_dict()
