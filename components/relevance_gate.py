@@ -9,6 +9,11 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import canonical_id, content_words, quoted_words
 
+# Words that ask for something ("Summarise the evidence on tuberculosis") are rare in papers but are not what
+# the question is about: they never count as its specific words.
+_REQUEST_WORD = re.compile(r"^(?:summar(?:y|ies|i[sz]e[ds]?|i[sz]ing)|overview|outline|briefly|tl;?dr|explain|"
+                           r"describe)$", re.IGNORECASE)
+
 
 @component
 class RelevanceGate:
@@ -153,10 +158,15 @@ class RelevanceGate:
         return {"unanswered": closest, "why_unanswered": why}
 
 
+    def _specific(self, word_shares: dict[str, float], asked: set[str]) -> list[str]:
+        """The question's specific words: in at most `specific_word_max_share` of the chunks, not a follow-up's
+        topic question's, and not a word of the request itself."""
+        return [w for w, share in word_shares.items() if share <= self.specific_word_max_share
+                and w.lower() not in asked and not _REQUEST_WORD.match(w)]
+
     def _named_apart(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
         """The question's specific words when no one paper's excerpts and title name them all, else []."""
-        specific = [w for w, share in word_shares.items()
-                    if share <= self.specific_word_max_share and w.lower() not in asked and content_words(w)]
+        specific = [w for w in self._specific(word_shares, asked) if content_words(w)]
         if not specific:
             return []
         texts: dict[str, list[str]] = {}
@@ -171,8 +181,7 @@ class RelevanceGate:
 
     def _absent_words(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
         """The question's specific words (a follow-up's topic question's aside) that no excerpt contains, stemmed."""
-        specific = [w for w, share in word_shares.items()
-                    if share <= self.specific_word_max_share and w.lower() not in asked]
+        specific = self._specific(word_shares, asked)
         if not specific:
             return []
         stems = content_words(" ".join(d.content or "" for d in excerpts))

@@ -85,6 +85,13 @@ def test_a_question_whose_specific_words_no_excerpt_mentions_needs_a_closer_matc
     assert gate.run(documents=mentioned, scored=mentioned, word_shares=shares) == {"documents": mentioned}
     close = [Document(id="d3", content=about_depression[0].content, score=0.7, meta={"source_id": "PMC9"})]
     assert gate.run(documents=close, scored=close, word_shares=shares) == {"documents": close}  # close enough
+    # the words of a request are rare in papers but not what it is about ("Summarise the evidence on
+    # tuberculosis" was turned away for 'Summarise', 2026-11-25)
+    on_tb = [Document(id="d4", content="Tuberculosis treatment outcomes improved.", score=0.58,
+                      meta={"source_id": "PMC7"})]
+    request = {"Summarise": 0.0004, "evidence": 0.03, "tuberculosis": 0.004}
+    assert gate.run(documents=on_tb, scored=on_tb, word_shares=request) == {"documents": on_tb}
+    assert "documents" not in gate.run(documents=on_tb, scored=on_tb, word_shares={**request, "leprosy": 0.001})
     # a follow-up's topic words were accepted when the topic question was answered
     assert gate.run(documents=about_depression, scored=about_depression, word_shares=shares,
                     topic_question="Is deep brain stimulation used for treatment-resistant depression?") == {
