@@ -157,7 +157,6 @@ class RelevanceGate:
             why = "No indexed passage is close enough to the question to answer it."
         return {"unanswered": closest, "why_unanswered": why}
 
-
     def _specific(self, word_shares: dict[str, float], asked: set[str]) -> list[str]:
         """The question's specific words: in at most `specific_word_max_share` of the chunks, not a follow-up's
         topic question's, and not a word of the request itself."""

@@ -83,8 +83,8 @@ def routes_markdown(report: dict[str, Any]) -> str:
 
 def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str = "dev", path: str | None = None,
                       progress: bool = True, offset: int = 0, kinds: list[str] | None = None) -> dict[str, Any]:
-    """Answer the first `per_kind` questions of each kind (of `question_set`) with each pipeline; per pipeline and
-    kind: the route taken, papers cited per answer, answers citing two or more papers, for summaries whether only
+    """Answer the first `per_kind` questions of each kind (of `question_set`) that the corpus answers, and as many
+    labelled `answerable: false`, with each pipeline; per pipeline and kind: the route taken, papers cited per answer, answers citing two or more papers, for summaries whether only
     the named paper is cited and every citation names its section, "not answered", and time p50/p95.
 
     The figures are checked against the labels, not by the answering pipeline's own checker: the named paper of
