@@ -12,6 +12,7 @@ from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import finding_rank, restates_question, states_an_aim, without_verdict
 from pmc_rag.components.section_chunker import split_sentences
+from pmc_rag.components.section_kinds import is_readable_evidence
 
 
 def source_link(meta: dict[str, Any]) -> str | None:
@@ -194,6 +195,9 @@ class CitedAnswerBuilder:
             notes.append(f"The model's answer was cut off at its length limit: its unfinished last sentence "
                          f"(\"{cut_off}\") is left out.")
         claims, left_out, verdict_withheld = self._displayable(question, claims)
+        if route == "multi_step" and documents:
+            claims, misattributed = _others_cited_to_the_first(claims, documents[0].meta.get(self.source_id_field))
+            left_out += misattributed
         # the model copies the excerpts' labels ("Abstract: Methods: ..."): the citation names the section
         claims = [{**c, "text": _without_section_label(c["text"], documents)} for c in claims]
         if left_out:
@@ -212,7 +216,7 @@ class CitedAnswerBuilder:
                          "(comparisons: quoted): the model's sentences are not shown.")
         elif extractive:
             claims = self._extract_per_part(subqueries, subjects or [], documents) if subqueries else \
-                self._extract(question, documents, topic_question)
+                self._extract(question, documents, topic_question, looked_up)
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
                          "the papers' findings instead." if left_out and raw_answer.strip() else
                          "The model's answer could not be checked against the sources, so this answer quotes the "
@@ -377,19 +381,45 @@ class CitedAnswerBuilder:
 
     _MIN_QUOTED_WORDS = 6
 
-    def _extract(self, question: str, documents: list[Document], topic_question: str | None = None
-                 ) -> list[dict[str, Any]]:
+    def _extract(self, question: str, documents: list[Document], topic_question: str | None = None,
+                 looked_up: list[str] | None = None) -> list[dict[str, Any]]:
         """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
         result, never an aim, a caption, a method or background) that shares the question's words."""
         question_words = content_words(question) or {""}
         # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
-        # side effects?".
-        own_words = _follow_up_words(question, topic_question) if topic_question else set()
+        # side effects?". So do the names a two-step question looked up: "erlotinib" answers "Which drug did the
+        # FIELT trial test" though the question does not say it.
+        own_words = _follow_up_words(question, topic_question) if topic_question else \
+            content_words(" ".join(looked_up or []))
         claims = self._quotations(question_words, own_words, documents, findings_only=True)
         # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
         # reader sees what was found (the note says these are passages, not an answer)
-        return claims or self._quotations(question_words, own_words, documents, findings_only=False)
+        claims = claims or self._quotations(question_words, own_words, documents, findings_only=False)
+        naming = self._naming_sentence(own_words, question_words, documents) if looked_up else None
+        if naming is None:
+            return claims
+        return [naming] + [c for c in claims if set(c["cited"]) != set(naming["cited"])]
+
+    def _naming_sentence(self, names: set[str], question_words: set[str], documents: list[Document]
+                         ) -> dict[str, Any] | None:
+        """The first paper's sentence that names what a two-step question looked up, a method included: its first
+        part asks what the paper tested or used ("Which drug did the FIELT trial test"), and "a phase II study
+        with erlotinib" says it where no finding does. Never an aim or a caption; None if no sentence names it."""
+        first = documents[0].meta.get(self.source_id_field)
+        best, best_key = None, None
+        for chunk in (d for d in documents if d.meta.get(self.source_id_field) == first and is_readable_evidence(d)):
+            for sentence in split_sentences(" ".join((chunk.content or "").split())):
+                stems = content_words(sentence)
+                if not names & stems or states_an_aim(sentence) or len(sentence.split()) < self._MIN_QUOTED_WORDS:
+                    continue
+                key = (len(names & stems), len(question_words & stems),
+                       finding_rank(sentence, chunk.meta.get("section")))
+                if best_key is None or key > best_key:
+                    best, best_key = sentence, key
+        if best is None:
+            return None
+        return {"text": best, "cited": [canonical_id(str(first))], "attached": [], "support": 1.0}
 
     def _with_each_subject(self, claims: list[dict[str, Any]], supported: list[dict[str, Any]], parts: list[str],
                            subjects: list[str], documents: list[Document]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -469,7 +499,7 @@ class CitedAnswerBuilder:
             paper_names = any(words <= content_words(chunk.content or "") for chunk in chunks)
             if not (title_names or paper_names):
                 continue
-            for chunk in chunks:
+            for chunk in filter(is_readable_evidence, chunks):
                 for sentence in split_sentences(" ".join((chunk.content or "").split())):
                     if sentence in taken or len(sentence.split()) < self._MIN_QUOTED_WORDS:
                         continue
@@ -552,6 +582,24 @@ _VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)
 # "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
 _COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
                             re.IGNORECASE)
+
+
+_OTHER_PAPERS = re.compile(r"\bother (?:papers?|studies|study|trials?|reports?|research|articles?|authors)\b",
+                           re.IGNORECASE)
+
+
+def _others_cited_to_the_first(claims: list[dict[str, Any]], first_paper: Any
+                               ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """A two-step answer's sentences that say what "other papers" report but cite only the first paper (the one the
+    first step found): left out, with why. The model writes them when the second search found nothing."""
+    kept, left_out = [], []
+    first = canonical_id(str(first_paper or ""))
+    for claim in claims:
+        if _OTHER_PAPERS.search(claim["text"]) and claim["cited"] and _cited_papers([claim]) <= {first}:
+            left_out.append((claim["text"], f"it says what other papers report, but cites only {first}"))
+        else:
+            kept.append(claim)
+    return kept, left_out
 
 
 def _cited_papers(claims: list[dict[str, Any]]) -> set[str]:

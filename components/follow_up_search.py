@@ -11,6 +11,7 @@ from haystack import Document, component, default_to_dict
 from haystack.core.serialization import component_from_dict, component_to_dict
 
 from pmc_rag.components.citations import canonical_id, content_words
+from pmc_rag.components.section_kinds import is_readable_evidence
 
 # What a drug, gene, mutation or trial looks like in text: a drug suffix, or capitals and digits together.
 _DRUG = re.compile(r"^[a-z]{3,}(?:tinib|rafenib|ciclib|parib|mab|cillin|mycin|cycline|floxacin|quinolones?|azole|"
@@ -21,10 +22,19 @@ _CODE = re.compile(r"^(?=.*[A-Z])(?=.*\d)[A-Za-z0-9-]{3,}$|^[A-Z]{3,}[a-z]?$")
 # "that mutation", "those genes": the follow-up asks about a code-like name, not a drug.
 _CODE_POINTER = re.compile(r"\b(?:mutations?|genes?|markers?|variants?|alleles?|trials?|proteins?|receptors?)\b",
                            re.IGNORECASE)
+# "that cohort", "those genes": the word the follow-up points at. A name the text puts just before it ("the MultiCare
+# cohort", "EGFR mutations", "the MDRD equation") is a name of that kind.
+_POINTED = re.compile(r"\b(?:that|those|this|these|the same)\s+([a-z]+)", re.IGNORECASE)
+# Beside that word, a name: "MultiCare", "Cockcroft-Gault", an enzyme ("cutinase"); not a sentence's first word.
+_PROPER = re.compile(r"^[A-Z][a-z]+[A-Z-]|^[a-z]{3,}ase$")
+# "that drug", "that inhibitor": only a drug's name will do ("EGFR" is no answer to "that drug").
+_DRUG_POINTER = re.compile(r"\b(?:drugs?|medicines?|medications?|inhibitors?|agents?)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,}")
-# Capitals that name no drug, gene or trial: file types of supporting information ("(DOC)"), statistics, places.
+# Capitals that name no drug, gene or trial: file types of supporting information ("(DOC)"), statistics, places,
+# bibliographic databases, Roman numerals ("stage III").
 _NOT_NAMES = set("""DOC DOCX PDF XLS XLSX TIF TIFF PNG PPT ZIP TXT CSV XML HTML
-CI OR HR RR SD SE IQR AUC ROC BMI ANOVA USA UK WHO NIH FDA DNA RNA PCR""".split())
+CI OR HR RR SD SE SEM IQR AUC ROC ICC PPV NPV NNT SMD BMI ANOVA USA UK WHO NIH FDA DNA RNA PCR
+MEDLINE EMBASE PUBMED CINAHL COCHRANE III IIIA IIIB IIIC VII VIII XII""".split())
 
 
 @component
@@ -33,7 +43,8 @@ class FollowUpSearch:
     For a question in two steps ("Which drug did the FIELT trial test, and what do other papers report about that
     drug?"), finds in the first step's excerpts the thing the second step asks about ("erlotinib") and searches
     again for it, in other papers; then again from those results, up to `max_searches` searches in all or
-    `time_budget_s`, whichever comes first. It stops early when a step names nothing new or finds no new paper.
+    `time_budget_s`, whichever comes first. A name no other paper mentions is no lead: the next search tries the
+    next name of the same results. It stops early when the results name nothing new.
 
     What the first excerpts name is chosen among the words of the best paper's title and excerpts that the
     question does not use: a word that reads as a drug name (by its suffix), else as a gene, mutation or trial
@@ -42,6 +53,9 @@ class FollowUpSearch:
     chunks that contain it count as found. The excerpts found are
     added after the first ones (they are retrieved, so they may be cited; nothing else can be), and `steps` says
     in words what each search looked for and found: the answer shows it in its notes.
+
+    When the question named its paper (`read_paper`), the first excerpts are that paper's passages, read rather
+    than searched for, and the notes say so ("Step 1: read the paper the question names, PMC4816447 ...").
 
     Without `follow_up` (every other kind of question) the excerpts pass as they are and nothing is searched.
 
@@ -92,13 +106,16 @@ class FollowUpSearch:
             self.retriever.warm_up()
 
     @component.output_types(documents=list[Document], steps=list[str], looked_up=list[str])
-    def run(self, documents: list[Document], question: str = "", follow_up: str | None = None) -> dict[str, Any]:
+    def run(self, documents: list[Document], question: str = "", follow_up: str | None = None,
+            read_paper: str | None = None) -> dict[str, Any]:
         """
         :param documents: The first search's excerpts, best first.
         :param question: The whole question (its words are not what is looked up).
         :param follow_up: The question's second step (`QuestionRouter`, route `multi_step`); none: no search.
+        :param read_paper: The paper the first step read instead of searching (`PaperReader`'s `paper_id`), when
+            the question named it.
         :returns: `documents`: the first search's excerpts, then those of the further searches; `steps`: each
-            search in words; `looked_up`: the names searched for that other papers were found to mention.
+            search in words; `looked_up`: the names searched for in other papers, found there or not.
         """
         if not follow_up or not documents:
             return {"documents": documents, "steps": [], "looked_up": []}
@@ -106,14 +123,19 @@ class FollowUpSearch:
         found = list(documents)
         papers = {canonical_id(str(d.meta.get("source_id", ""))) for d in documents}
         asked = content_words(question)
-        steps = [f"Search 1: the question's first part found {len(papers)} paper(s) ({', '.join(sorted(papers))})."]
+        steps = [f"Step 1: read the paper the question names, {canonical_id(read_paper)} ({len(documents)} "
+                 f"passage(s): its abstract and findings first)." if read_paper else
+                 f"Search 1: the question's first part found {len(papers)} paper(s) ({', '.join(sorted(papers))})."]
         latest = documents
         looked_up: list[str] = []
         for number in range(2, self.max_searches + 1):
             if time.monotonic() - started > self.time_budget_s:
                 steps.append(f"Search {number} was not made: the time budget ({self.time_budget_s:g} s) was spent.")
                 break
-            name = self._named_thing(latest, asked, codes_first=bool(_CODE_POINTER.search(follow_up)))
+            pointed = _POINTED.search(follow_up)
+            name = self._named_thing(latest, asked, kind=pointed.group(1) if pointed else None,
+                                     codes_first=bool(_CODE_POINTER.search(follow_up)),
+                                     drugs_only=bool(_DRUG_POINTER.search(follow_up)))
             if name is None:
                 steps.append(f"Search {number} was not made: the results name nothing new to look up.")
                 break
@@ -122,37 +144,59 @@ class FollowUpSearch:
             filters = {"operator": "AND", "conditions": [
                 {"field": "meta.source_id", "operator": "not in", "value": sorted(papers)}]}
             results = self.retriever.run(query=name, filters=filters, top_k=self.per_search)["documents"]
-            new = [d for d in results if _mentions(f"{d.meta.get('title') or ''} {d.content or ''}", name)]
-            steps.append(f"Search {number}: {name!r} (named by the first results) in other papers: "
-                         + (f"found {len(new)} excerpt(s) from " + ", ".join(
+            # a figure caption is not what a paper reports (issue 32)
+            new = [d for d in results if is_readable_evidence(d)
+                   and _mentions(f"{d.meta.get('title') or ''} {d.content or ''}", name)]
+            steps.append(f"Search {number}: {name!r} (named by the " + ("first" if latest is documents else "new")
+                         + " results) in other papers: " + (f"found {len(new)} excerpt(s) from " + ", ".join(
                              sorted({canonical_id(str(d.meta.get('source_id', ''))) for d in new})) + "."
-                            if new else "found nothing."))
-            if not new:
-                break
-            found += new
+                            if new else "found no other paper that mentions it."))
             looked_up.append(name)
-            papers |= {canonical_id(str(d.meta.get("source_id", ""))) for d in new}
-            latest = new
+            if new:
+                found += new
+                papers |= {canonical_id(str(d.meta.get("source_id", ""))) for d in new}
+                latest = new
+            # else a name no other paper mentions leads nowhere: the next search tries the next name the same
+            # results use ("EGFRex20ins", then "EGFR")
         return {"documents": found[: self.max_documents], "steps": [" ".join(steps)], "looked_up": looked_up}
 
-    def _named_thing(self, documents: list[Document], asked: set[str], codes_first: bool = False) -> str | None:
-        """The drug, gene, mutation or trial name that the best paper's title and excerpts use most and the
-        question does not, among those the index knows; None when there is none."""
+    def _named_thing(self, documents: list[Document], asked: set[str], *, kind: str | None = None,
+                     codes_first: bool = False, drugs_only: bool = False) -> str | None:
+        """The drug, gene, mutation, cohort or trial name that the best paper's title and excerpts use most and the
+        question does not, among those the index knows; None when there is none. First a name the text puts just
+        before the `kind` of thing the follow-up points at ("EGFR" of "EGFR mutations" for "that mutation"); then
+        drug names, then code-like names (the other way round with `codes_first`). `drugs_only`: a drug's name or
+        nothing."""
         top = canonical_id(str(documents[0].meta.get("source_id", "")))
         text = " ".join([str(documents[0].meta.get("title") or "")] + [
             d.content or "" for d in documents if canonical_id(str(d.meta.get("source_id", ""))) == top])
-        words = [w for w in _WORD.findall(text) if w.upper() not in _NOT_NAMES and not content_words(w) <= asked]
+        # another spelling of a word asked or looked up ("EGFRexon20ins" after "EGFRex20ins") is no new name
+        tried = {w.lower()[:6] for w in asked if len(w) >= 6}
+        words = [w for w in _WORD.findall(text) if w.upper() not in _NOT_NAMES and not content_words(w) <= asked
+                 and not (len(w) >= 6 and w.lower()[:6] in tried)]
         drugs = Counter(w.lower() for w in words if _DRUG.match(w.lower()))
         codes = Counter(w for w in words if _CODE.match(w))
-        # a drug's name first, then a gene, mutation or trial name (the other way round when the question points
-        # at a mutation, gene or marker); the most used first
-        named = [[w for w, _ in drugs.most_common(5)], [w for w, _ in codes.most_common(5)]]
-        candidates = named[1] + named[0] if codes_first else named[0] + named[1]
+        eligible = set(words)
+        beside = Counter(w for w in _words_before(text, kind) if w in eligible and (
+            _DRUG.match(w.lower()) or (not drugs_only and (_CODE.match(w) or _PROPER.match(w)))))
+        by_kind = [[w for w, _ in drugs.most_common(5)], [] if drugs_only else [w for w, _ in codes.most_common(5)]]
+        candidates = list(dict.fromkeys([w for w, _ in beside.most_common(3)]
+                                        + (by_kind[1] + by_kind[0] if codes_first else by_kind[0] + by_kind[1])))
         if not candidates:
             return None
         shares = self.retriever.run(query=" ".join(candidates), top_k=1).get("word_shares", {})
         known = [w for w in candidates if 0 < shares.get(w.lower(), shares.get(w, 0))]
         return known[0] if known else None
+
+
+def _words_before(text: str, kind: str | None, span: int = 2) -> list[str]:
+    """The words up to `span` before each use of the word `kind` (singular or plural) in the text."""
+    if not kind:
+        return []
+    stem = kind.lower().rstrip("s")
+    tokens = _WORD.findall(text)
+    return [w for i, token in enumerate(tokens) if token.lower().rstrip("s") == stem
+            for w in tokens[max(0, i - span):i]]
 
 
 def _mentions(text: str, name: str) -> bool:

@@ -44,7 +44,9 @@ class PaperReader:
     ("2 of 9").
 
     When no indexed paper matches, nothing goes to `documents`; `unanswered` gets the papers whose titles came
-    closest (if any) and `why_unanswered` says what was looked for, so the model is not asked.
+    closest (if any) and `why_unanswered` says what was looked for, so the model is not asked. Given
+    `otherwise_search` (a two-step question's first part), it goes out as `search_question` instead: a paper
+    named in passing ("the MDR-TB meta-analysis names ...") that no title matches is searched for as today.
 
     Usage:
     ```python
@@ -53,6 +55,7 @@ class PaperReader:
     reader = PaperReader(document_store=store, max_tokens=2000)
     reader.run(paper="PMC4816447")     # {"documents": [abstract, ..., conclusion], "excerpts_dropped": 30}
     reader.run(paper="FIELT")          # the same paper, found by its title
+    reader.run(paper="STEP 1", otherwise_search="Which drug did the STEP 1 trial test")  # {"search_question": ...}
     PaperReader(document_store=store, max_excerpts=16, sentences_per_passage=2).run(paper="PMC4816447")
     ```
     """
@@ -93,16 +96,21 @@ class PaperReader:
     def from_dict(cls, data: dict[str, Any]) -> PaperReader:
         return cls(**with_store_from_dict(data)["init_parameters"])
 
-    @component.output_types(documents=list[Document], unanswered=list[Document], why_unanswered=str,
-                            excerpts_dropped=int)
-    def run(self, paper: str) -> dict[str, Any]:
+    @component.output_types(documents=list[Document], paper_id=str, excerpts_dropped=int,
+                            unanswered=list[Document], why_unanswered=str, search_question=str)
+    def run(self, paper: str, otherwise_search: str | None = None) -> dict[str, Any]:
         """
         :param paper: The paper's id, or words of its title.
-        :returns: `documents` (the chunks read, in the paper's order) and `excerpts_dropped`; or, when no paper
-            matches, `unanswered` and `why_unanswered`.
+        :param otherwise_search: What to search for instead when no indexed paper matches (the first part of a
+            two-step question): it goes out as `search_question`, and nothing is said unanswered.
+        :returns: `documents` (the chunks read, in the paper's order), `paper_id` (its source id) and
+            `excerpts_dropped`; or, when no paper matches, `unanswered` and `why_unanswered` (or
+            `search_question`).
         """
         with connect(self.document_store) as connection:
             source_id, closest = self._resolve(connection, paper)
+        if source_id is None and otherwise_search:
+            return {"search_question": otherwise_search}
         if source_id is None:
             return {"unanswered": closest, "why_unanswered": (
                 f"No indexed paper is {paper!r}" if paper_ids(paper) else
@@ -116,7 +124,8 @@ class PaperReader:
         if self.sentences_per_passage and sum(self._cost(d) for d in readable) > self.max_tokens:
             readable = [d if d.meta.get("section_kind") == "abstract" else self._condensed(d) for d in readable]
         chosen = self._within_budget(readable)
-        return {"documents": [d for d in readable if d.id in chosen], "excerpts_dropped": len(readable) - len(chosen)}
+        return {"documents": [d for d in readable if d.id in chosen], "paper_id": source_id,
+                "excerpts_dropped": len(readable) - len(chosen)}
 
     def _cost(self, chunk: Document) -> int:
         return estimated_tokens(chunk, self.chars_per_token, self.tokens_per_excerpt_label)

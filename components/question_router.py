@@ -76,7 +76,10 @@ class QuestionRouter:
     Outputs go only where they are used, so the paths that do not apply do not run: `search_question` (what the
     retrievers search, and what is embedded for them) for every route but `summarise` (for `multi_step`, the
     question's first part); `paper` (the paper's id or a phrase of its title) for `summarise`; `subqueries` (one search per
-    subject or part) for `compare` and `several`; `follow_up` (the second part) for `multi_step`.
+    subject or part) for `compare` and `several`; `follow_up` (the second part) for `multi_step`. A `multi_step`
+    question whose first part names a paper ("Which drug did the FIELT trial test, and ...") gets `step_paper` (the
+    paper's id or title phrase, to read first) and `step_question` (its first part, to search for if no paper
+    is that one) instead of `search_question`.
     `route`, `route_layer` (rule, exemplars or default) and `subjects` always.
 
     Usage:
@@ -137,7 +140,7 @@ class QuestionRouter:
         self._texts = [r["question"] for r in rows]
 
     @component.output_types(route=str, route_layer=str, subjects=list[str], search_question=str, paper=str,
-                            subqueries=list[str], follow_up=str)
+                            subqueries=list[str], follow_up=str, step_paper=str, step_question=str)
     def run(self, question: str, query_embedding: list[float] | None = None) -> dict[str, Any]:
         """
         :param question: The question as asked.
@@ -156,9 +159,17 @@ class QuestionRouter:
                 result["subqueries"] = [f"{subject} {topic}".strip() for subject in result["subjects"]]
         elif route == "multi_step":
             second = _SECOND_SEARCH.search(question)
-            if second and second.start() > 0:  # the first search is for the first part; FollowUpSearch does the rest
-                result["search_question"] = question[: second.start()].strip(" ,;")
+            if second and second.start() > 0:  # the first step is the first part; FollowUpSearch does the rest
+                first = question[: second.start()].strip(" ,;")
                 result["follow_up"] = re.sub(r"^[,;\s]*(?:and\s+)?", "", question[second.start():]).strip()
+                named = named_paper(first)
+                if named:
+                    # "Which drug did the FIELT trial test": the named paper is read, not searched for (no passage
+                    # is close to those words); searched only if no indexed paper is that one.
+                    del result["search_question"]
+                    result["step_paper"], result["step_question"] = named, first
+                else:
+                    result["search_question"] = first
         elif route == "several":
             parts = question_parts(question)
             if len(parts) >= 2:
@@ -309,8 +320,24 @@ find found say says report reported compare compared difference differences outc
 """.split())
 
 
+def named_paper(text: str) -> str | None:
+    """The paper a question names, by id ("PMC4816447") or as "the <phrase> trial/study/paper" ("FIELT"); None
+    when it names none, or names a body of work ("the evidence on ..." is not a paper)."""
+    ids = paper_ids(text)
+    if ids:
+        return ids[0]
+    named = _NAMED_PAPER.search(text)
+    if not named or (named.group("phrase") and _TOPIC_WORDS.search(named.group("phrase"))):
+        return None
+    return _named_phrase(text)
+
+
 def _paper_phrase(question: str) -> str:
     """The words that name the paper in a summary request: "Summarise the FIELT trial" -> "FIELT"."""
+    return _named_phrase(question) or _SUMMARY_VERB.sub(" ", question).strip(" ?.:")
+
+
+def _named_phrase(question: str) -> str | None:
     # Tried at each "the" and quotation mark in turn: in "the key results of the meta-analysis of p16INK4a", the
     # first names what is asked for, the second the paper.
     for start in (m.start() for m in re.finditer(r"\bthe\b|['\"\u2018\u201c]", question, re.IGNORECASE)):
@@ -324,4 +351,4 @@ def _paper_phrase(question: str) -> str:
         found = found.strip("'\"\u2018\u2019\u201c\u201d ")
         if found:
             return found
-    return _SUMMARY_VERB.sub(" ", question).strip(" ?.:")
+    return None

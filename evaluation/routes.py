@@ -127,7 +127,7 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
                 "sections_given": all(c.get("section") for c in answer.get("citations", [])) if cited else None,
                 "subjects": row.get("subjects", []), "subjects_in_evidence": subjects_named,
                 "evidence_for_each": _evidence_for_each(row, corpus) if len(row.get("subjects") or []) >= 2 else None,
-                **_sentence_checks(answer, corpus), "seconds": seconds})
+                **_sentence_checks(answer, corpus), "notes": answer.get("notes", []), "seconds": seconds})
             if progress:
                 print(f"  {name} {number}/{len(chosen)} {row['kind']:<10} route={answer.get('route')} "
                       f"cited={len(cited)} {seconds:.1f} s", flush=True)

@@ -46,8 +46,9 @@ def test_the_rules_route_each_kind_of_question(question, route, paper):
     result = QuestionRouter(exemplars="").run(question=question)
     assert (result["route"], result.get("paper")) == (route, paper)
     assert result["route_layer"] == ("default" if route == "single" else "rule")
-    # A summary request searches nothing: the retrievers get no question.
-    assert ("search_question" in result) == (route != "summarise")
+    # A summary request, or a question in two steps that names its paper, searches nothing first: the retrievers
+    # get no question.
+    assert ("search_question" in result) == (route != "summarise" and "step_paper" not in result)
 
 
 def test_subjects_and_parts_become_one_search_each():
@@ -266,9 +267,22 @@ def test_a_question_in_two_steps_names_each_search_in_its_notes(routed):
     answer = answer_question(routed, "What mutation did the osimertinib paper study, and which other papers "
                                      "mention that mutation?")
     assert answer["route"] == "multi_step" and answer["timings_ms"]["follow_up_search"] > 0
-    assert answer["notes"][0].startswith("Search 1: the question's first part found")
+    assert answer["notes"][0].startswith("Step 1: read the paper the question names, PMC6580637")
+    assert "Search 2: " in answer["notes"][0]
     shown = {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
     assert {r["source_id"] for r in answer["references"]} <= shown  # nothing cited that was not retrieved
+
+
+def test_a_question_in_two_steps_that_names_its_paper_reads_it_first(routed):
+    answer = answer_question(routed, "Which drug did the FIELT trial test, and what do other papers report about "
+                                     "that drug?")
+    assert answer["route"] == "multi_step" and not answer["flags"].get("not_answered")
+    assert "semantic" not in answer["timings_ms"] and answer["timings_ms"]["step_reader"] > 0  # read, not searched
+    assert answer["notes"][0].startswith("Step 1: read the paper the question names, PMC4816447")
+    assert "'erlotinib'" in answer["notes"][0]  # what the paper names is what was looked up next
+    assert "PMC4816447" in {r["source_id"] for r in answer["references"]}
+    shown = {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
+    assert {r["source_id"] for r in answer["references"]} <= shown
 
 
 def test_a_single_finding_takes_rag_yml_s_path(routed):
@@ -559,3 +573,67 @@ def test_a_two_step_answer_citing_one_paper_gets_another_paper_s_finding_on_what
     alone = builder.run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
                         route="multi_step")["answer"]
     assert [r["source_id"] for r in alone["references"]] == ["PMC1"]
+
+
+def test_a_two_step_question_names_its_paper_to_read_or_is_searched_for_its_first_part():
+    router = QuestionRouter(exemplars="")
+    named = router.run(question="Which drug did the FIELT trial test, and what do other papers report about that "
+                                "drug?")
+    assert (named["step_paper"], named["step_question"]) == ("FIELT", "Which drug did the FIELT trial test")
+    assert "search_question" not in named and named["follow_up"] == "what do other papers report about that drug?"
+    unnamed = router.run(question="Which enzyme family does MmPPOX inhibit, and what other studies report on that "
+                                  "family?")
+    assert unnamed["search_question"] == "Which enzyme family does MmPPOX inhibit" and "step_paper" not in unnamed
+
+
+def test_a_named_paper_that_is_not_indexed_is_searched_for_instead(sample_store):
+    reader = PaperReader(document_store=sample_store, max_tokens=1200, max_excerpts=4)
+    question = "Which GLP-1 agonist did the STEP 1 trial test"
+    assert reader.run(paper="STEP 1", otherwise_search=question) == {"search_question": question}
+    found = reader.run(paper="FIELT", otherwise_search="Which drug did the FIELT trial test")
+    assert found["paper_id"] == "PMC4816447" and 0 < len(found["documents"]) <= 4
+    assert "search_question" not in found
+
+
+def test_a_follow_up_tries_the_next_name_when_no_other_paper_has_one_and_keeps_to_the_kind_asked():
+    from pmc_rag.components.follow_up_search import FollowUpSearch
+
+    read = [_doc("f1", "PMC1", "EGFRex20ins mutations were found in 12 patients. EGFRex20ins mutations responded "
+                               "to osimertinib, as did common EGFR mutations.")]
+    caption = _doc("c1", "PMID:4", "Distribution of EGFR mutations by year.", section="Fig. 2")
+    caption.meta["section_kind"] = "caption"
+    others = [_doc("o1", "PMID:2", "EGFR mutations were found in serum samples of 11 patients."), caption]
+    search = FollowUpSearch(retriever=FakeTextRetriever(read + others), max_searches=3)
+    question = "What mutation did the osimertinib paper study, and which other papers mention that mutation?"
+    result = search.run(documents=read, question=question, follow_up="which other papers mention that mutation?",
+                        read_paper="PMC1")
+    steps = result["steps"][0]
+    assert steps.startswith("Step 1: read the paper the question names, PMC1 (1 passage(s)")
+    # the name the paper puts before "mutations" first; no other paper has it, so the next name is tried
+    assert "Search 2: 'EGFRex20ins' (named by the first results) in other papers: found no other paper" in steps
+    assert "Search 3: 'EGFR' (named by the first results) in other papers: found 1 excerpt(s) from PMID:2" in steps
+    assert [d.id for d in result["documents"]] == ["f1", "o1"]  # a figure caption is not what a paper reports
+    assert result["looked_up"] == ["EGFRex20ins", "EGFR"]
+    # "that drug": a gene is no answer, so after the drug nothing else is looked up
+    trial = [_doc("t1", "PMC1", "The FIELT trial treated 46 patients with erlotinib; all had EGFR mutations.")]
+    drug = FollowUpSearch(retriever=FakeTextRetriever(trial + others), max_searches=3).run(
+        documents=trial, question="Which drug did the FIELT trial test, and what do other papers report about that "
+        "drug?", follow_up="what do other papers report about that drug?", read_paper="PMC1")
+    assert drug["looked_up"] == ["erlotinib"] and "'EGFR'" not in drug["steps"][0]
+    assert "Search 3 was not made: the results name nothing new to look up." in drug["steps"][0]
+
+
+def test_a_two_step_answer_never_credits_other_papers_with_what_only_the_first_paper_says():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    excerpts = [_doc("f1", "PMC1", "This phase II study treated 46 patients with erlotinib. The response rate was "
+                                   "60% at three months.")]
+    claim = {"text": "Other papers report that erlotinib is effective in lung cancer", "cited": ["PMC1"],
+             "support": 1.0, "attached": [], "judgement": "supported"}
+    question = "Which drug did the FIELT trial test, and what do other papers report about that drug?"
+    answer = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
+                                      route="multi_step", looked_up=["erlotinib"])["answer"]
+    assert "Other papers report" not in answer["answer"]
+    assert any("says what other papers report, but cites only PMC1" in note for note in answer["notes"])
+    # What the first part asks (the drug) is answered by the sentence naming it, though that is a method.
+    assert answer["answer"] == "This phase II study treated 46 patients with erlotinib [1]."
