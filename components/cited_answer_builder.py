@@ -232,6 +232,19 @@ class CitedAnswerBuilder:
             claims, name = self._from_another_paper(claims, [(n, n) for n in looked_up], documents)
             if name:
                 notes.append(f"What another paper reports about '{name}' (the second search) is quoted.")
+        if route == "overview" and len(_cited_papers(claims)) < 2:
+            # An overview drawn from one paper is that paper's summary: the other papers shown (one excerpt each)
+            # give their own finding on the topic, quoted.
+            topic = content_words(question) - _OVERVIEW_REQUEST_WORDS
+            more = self._findings_on_topic(topic, documents, avoid=_cited_papers(claims),
+                                           taken={c["text"] for c in claims})
+            more = more[: max(0, self.extractive_sentences - len(_cited_papers(claims)))]
+            if more:
+                claims = claims + more
+                named = [w for w in re.findall(r"[A-Za-z][\w-]*", question) if content_words(w)
+                         and content_words(w) <= topic]
+                notes.append(f"What {len(more)} more paper(s) found on '{' '.join(named)}' is quoted, so that "
+                             "the overview does not rest on one paper.")
         if verdict_withheld:
             notes.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
                          "supports states it. Read the papers' findings " + ("quoted" if extractive else "cited")
@@ -454,6 +467,34 @@ class CitedAnswerBuilder:
                 return claims + [other], name
         return claims, None
 
+    def _findings_on_topic(self, topic: set[str], documents: list[Document], *, avoid: set[str], taken: set[str]
+                           ) -> list[dict[str, Any]]:
+        """For each paper of the excerpts not in `avoid`, in their order: its best finding that names the topic
+        (every topic word in the sentence or its paper's title, one at least in the sentence). Never an aim, a
+        method or a caption; a paper without such a finding gives nothing."""
+        found = []
+        if not topic:
+            return found
+        for source_id, chunks in by_paper(documents, self.source_id_field).items():
+            paper = canonical_id(source_id)
+            if paper in avoid:
+                continue
+            title_words = content_words(str(chunks[0].meta.get("title") or ""))
+            best, best_key = None, None
+            for chunk in filter(is_readable_evidence, chunks):
+                for sentence in split_sentences(" ".join((chunk.content or "").split())):
+                    stems = content_words(sentence)
+                    rank = finding_rank(sentence, chunk.meta.get("section"))
+                    if rank == 0 or sentence in taken or len(sentence.split()) < self._MIN_QUOTED_WORDS \
+                            or not topic & stems or not topic <= stems | title_words:
+                        continue
+                    key = (len(topic & stems), rank)
+                    if best_key is None or key > best_key:
+                        best, best_key = sentence, key
+            if best is not None:
+                found.append({"text": best, "cited": [paper], "attached": [], "support": 1.0})
+        return found
+
     def _extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document],
                           avoid: set[str] | None = None) -> list[dict[str, Any]]:
         """One quoted finding per compared subject or part of the question, in their order, none twice: for a
@@ -583,6 +624,11 @@ _VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)
 _COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
                             re.IGNORECASE)
 
+
+# What an overview request says besides its topic ("Summarise the evidence on gestational diabetes").
+_OVERVIEW_REQUEST_WORDS = content_words(
+    "summarise summarize summary evidence review reviews tell list give overview research researchers literature "
+    "studies study papers paper known found find findings main say says across show shown report reported")
 
 _OTHER_PAPERS = re.compile(r"\bother (?:papers?|studies|study|trials?|reports?|research|articles?|authors)\b",
                            re.IGNORECASE)

@@ -20,7 +20,9 @@ class PaperFindings:
 
     A search for "adults asthma" finds a paper by its methods ("adult patients with asthma"), and a methods
     passage answers nothing; the paper's conclusion does, and it rarely repeats the words searched for. Used
-    before `ExcerptBalance`, so that each side of a comparison can be shown what a paper found about it.
+    before `ExcerptBalance`, so that each side of a comparison can be shown what a paper found about it; and,
+    `in_place` for `routes: [overview]`, after the relevance gate, so that an overview is written from what each
+    paper found rather than from its aims and background (the passages closest to a topic).
 
     Usage:
     ```python
@@ -29,30 +31,45 @@ class PaperFindings:
     findings = PaperFindings(document_store=store)
     findings.run(documents=subject_results)
     # {"documents": [*subject_results, <the conclusions of each paper found only by its methods or background>]}
+    PaperFindings(document_store=store, routes=["overview"], in_place=True).run(documents=one_per_paper,
+                                                                              route="overview")
+    # {"documents": [<each paper's conclusion where its excerpt was its aims or background>]}
     ```
     """
 
-    def __init__(self, *, document_store: PgvectorDocumentStore, max_papers: int = 10):
+    def __init__(self, *, document_store: PgvectorDocumentStore, max_papers: int = 10, routes: list[str] | None = None,
+                 in_place: bool = False):
         """
         :param document_store: The store the chunks live in.
         :param max_papers: The most papers looked up (the first in the documents' order): one query in all.
+        :param routes: Only for questions of these kinds (`QuestionRouter`'s `route`); the others' chunks pass as
+            they are. None: every question.
+        :param in_place: The findings chunk takes the place of the paper's first chunk, and its other chunks go,
+            instead of being added at the end: one finding per paper, in the papers' order (an overview).
         """
         self.document_store = document_store
         self.max_papers = max_papers
+        self.routes = routes
+        self.in_place = in_place
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, document_store=self.document_store.to_dict(), max_papers=self.max_papers)
+        return default_to_dict(self, document_store=self.document_store.to_dict(), max_papers=self.max_papers,
+                               routes=self.routes, in_place=self.in_place)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PaperFindings:
         return cls(**with_store_from_dict(data)["init_parameters"])
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document]) -> dict[str, Any]:
+    def run(self, documents: list[Document], route: str | None = None) -> dict[str, Any]:
         """
         :param documents: Retrieved chunks.
-        :returns: `documents`: the same chunks, then the findings chunks added (at most one per paper).
+        :param route: The question's kind, when `routes` says which kinds this is for.
+        :returns: `documents`: the same chunks, then the findings chunks added (at most one per paper); with
+            `in_place`, each paper's chunks without a finding replaced by its findings chunk.
         """
+        if self.routes is not None and route not in self.routes:
+            return {"documents": documents}
         wanted = [chunks[0].meta["source_id"] for chunks in by_paper(documents).values()
                   if chunks[0].meta.get("source_id") and not any(is_findings_section(d) for d in chunks)]
         wanted = wanted[: self.max_papers]
@@ -69,6 +86,15 @@ class PaperFindings:
             if is_readable_evidence(document) and document.meta["source_id"] not in added:
                 added[document.meta["source_id"]] = document
         have = {d.id for d in documents}
+        if self.in_place:
+            replaced: list[Document] = []
+            for document in documents:
+                source_id = document.meta.get("source_id")
+                if source_id not in added:
+                    replaced.append(document)
+                elif added[source_id].id not in {d.id for d in replaced}:
+                    replaced.append(added[source_id])
+            return {"documents": replaced}
         return {"documents": [*documents, *(d for d in added.values() if d.id not in have)]}
 
 

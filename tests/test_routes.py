@@ -637,3 +637,41 @@ def test_a_two_step_answer_never_credits_other_papers_with_what_only_the_first_p
     assert any("says what other papers report, but cites only PMC1" in note for note in answer["notes"])
     # What the first part asks (the drug) is answered by the sentence naming it, though that is a method.
     assert answer["answer"] == "This phase II study treated 46 patients with erlotinib [1]."
+
+
+def test_an_overview_drawn_from_one_paper_gets_the_other_papers_findings_on_its_topic():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    excerpts = [_doc("a", "PMC1", "Gestational diabetes was more common after increased nuchal translucency."),
+                _doc("b", "PMID:2", "To examine gestational diabetes screening in Danish women."),  # an aim only
+                _doc("c", "PMID:3", "Women with gestational diabetes had larger babies than women without it."),
+                _doc("d", "PMID:4", "Type 2 diabetes was treated with metformin in most patients.")]  # another topic
+    claim = {"text": "Gestational diabetes was more common after increased nuchal translucency", "cited": ["PMC1"],
+             "support": 1.0, "attached": [], "judgement": "supported"}
+    builder = CitedAnswerBuilder()
+    answer = builder.run(question="Summarise the evidence on gestational diabetes", documents=excerpts,
+                         claims=[claim], raw_answer="x [PMC1]", route="overview")["answer"]
+    assert [r["source_id"] for r in answer["references"]] == ["PMC1", "PMID:3"]
+    assert "Women with gestational diabetes had larger babies" in answer["answer"]
+    assert any("1 more paper(s) found on 'gestational diabetes' is quoted" in note for note in answer["notes"])
+    # Another route, or an overview already drawn from two papers, is left as the model wrote it.
+    single = builder.run(question="Summarise the evidence on gestational diabetes", documents=excerpts,
+                         claims=[claim], raw_answer="x [PMC1]", route="single")["answer"]
+    assert [r["source_id"] for r in single["references"]] == ["PMC1"]
+
+
+def test_an_overview_reads_each_paper_s_finding_in_place_of_its_aims(sample_store):
+    from pmc_rag.components.paper_findings import PaperFindings
+
+    chunks = sample_store.filter_documents({"field": "meta.source_id", "operator": "==", "value": "PMC4816447"})
+    methods = [d for d in chunks if "Methods" in str(d.meta.get("section"))][:2]
+    other = Document(id="x", content="Rash was common.", meta={"source_id": "PMID:1", "section": "Results"})
+    findings = PaperFindings(document_store=sample_store, routes=["overview"], in_place=True)
+    replaced = findings.run(documents=[methods[0], other, methods[1]], route="overview")["documents"]
+    # the paper's conclusion where its methods were, once; a paper already giving a finding keeps it
+    assert [d.meta["source_id"] for d in replaced] == ["PMC4816447", "PMID:1"]
+    assert "onclu" in replaced[0].meta["section"] and replaced[1] is other
+    # another kind of question passes as it came
+    assert findings.run(documents=[methods[0]], route="single")["documents"] == [methods[0]]
+    data = findings.to_dict()
+    assert PaperFindings.from_dict(data).to_dict() == data and data["init_parameters"]["routes"] == ["overview"]
