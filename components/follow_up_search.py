@@ -25,7 +25,8 @@ _CODE_POINTER = re.compile(r"\b(?:mutations?|genes?|markers?|variants?|alleles?|
 # "that cohort", "those genes": the word the follow-up points at. A name the text puts just before it ("the MultiCare
 # cohort", "EGFR mutations", "the MDRD equation") is a name of that kind.
 _POINTED = re.compile(r"\b(?:that|those|this|these|the same)\s+([a-z]+)", re.IGNORECASE)
-# Beside that word, a name: "MultiCare", "Cockcroft-Gault", an enzyme ("cutinase"); not a sentence's first word.
+# Beside that word, a name: "MultiCare", "Cockcroft-Gault", an enzyme ("cutinase"); not any capitalised word
+# ("Belonging", the first word of a sentence).
 _PROPER = re.compile(r"^[A-Z][a-z]+[A-Z-]|^[a-z]{3,}ase$")
 # "that drug", "that inhibitor": only a drug's name will do ("EGFR" is no answer to "that drug").
 _DRUG_POINTER = re.compile(r"\b(?:drugs?|medicines?|medications?|inhibitors?|agents?)\b", re.IGNORECASE)
@@ -128,14 +129,14 @@ class FollowUpSearch:
                  f"Search 1: the question's first part found {len(papers)} paper(s) ({', '.join(sorted(papers))})."]
         latest = documents
         looked_up: list[str] = []
+        pointed = _POINTED.search(follow_up)
+        wanted = {"kind": pointed.group(1) if pointed else None, "codes_first": bool(_CODE_POINTER.search(follow_up)),
+                  "drugs_only": bool(_DRUG_POINTER.search(follow_up))}
         for number in range(2, self.max_searches + 1):
             if time.monotonic() - started > self.time_budget_s:
                 steps.append(f"Search {number} was not made: the time budget ({self.time_budget_s:g} s) was spent.")
                 break
-            pointed = _POINTED.search(follow_up)
-            name = self._named_thing(latest, asked, kind=pointed.group(1) if pointed else None,
-                                     codes_first=bool(_CODE_POINTER.search(follow_up)),
-                                     drugs_only=bool(_DRUG_POINTER.search(follow_up)))
+            name = self._named_thing(latest, asked, **wanted)
             if name is None:
                 steps.append(f"Search {number} was not made: the results name nothing new to look up.")
                 break
