@@ -9,10 +9,10 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import canonical_id, content_words, quoted_words
 
-# Words that ask for something ("Summarise the evidence on tuberculosis") are rare in papers but are not what
-# the question is about: they never count as its specific words.
+# Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
+# about ...") are rare in papers but are not what the question is about: they never count as its specific words.
 _REQUEST_WORD = re.compile(r"^(?:summar(?:y|ies|i[sz]e[ds]?|i[sz]ing)|overview|outline|briefly|tl;?dr|explain|"
-                           r"describe)$", re.IGNORECASE)
+                           r"describe|give|tell|list|please)$", re.IGNORECASE)
 
 
 @component

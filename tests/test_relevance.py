@@ -92,6 +92,10 @@ def test_a_question_whose_specific_words_no_excerpt_mentions_needs_a_closer_matc
     request = {"Summarise": 0.0004, "evidence": 0.03, "tuberculosis": 0.004}
     assert gate.run(documents=on_tb, scored=on_tb, word_shares=request) == {"documents": on_tb}
     assert "documents" not in gate.run(documents=on_tb, scored=on_tb, word_shares={**request, "leprosy": 0.001})
+    # nor "Give me an overview of ..." ('Give' is in 0.3% of the sample's chunks, 2026-11-25)
+    for ask in ({"Give": 0.0026, "overview": 0.001}, {"Tell": 0.0004}, {"List": 0.0035}, {"please": 0.0017}):
+        asked = {**ask, "tuberculosis": 0.004}
+        assert gate.run(documents=on_tb, scored=on_tb, word_shares=asked) == {"documents": on_tb}, ask
     # a follow-up's topic words were accepted when the topic question was answered
     assert gate.run(documents=about_depression, scored=about_depression, word_shares=shares,
                     topic_question="Is deep brain stimulation used for treatment-resistant depression?") == {
