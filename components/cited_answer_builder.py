@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -421,15 +422,13 @@ class CitedAnswerBuilder:
         with erlotinib" says it where no finding does. Never an aim or a caption; None if no sentence names it."""
         first = documents[0].meta.get(self.source_id_field)
         best, best_key = None, None
-        for chunk in (d for d in documents if d.meta.get(self.source_id_field) == first and is_readable_evidence(d)):
-            for sentence in split_sentences(" ".join((chunk.content or "").split())):
-                stems = content_words(sentence)
-                if not names & stems or states_an_aim(sentence) or len(sentence.split()) < self._MIN_QUOTED_WORDS:
-                    continue
-                key = (len(names & stems), len(question_words & stems),
-                       finding_rank(sentence, chunk.meta.get("section")))
-                if best_key is None or key > best_key:
-                    best, best_key = sentence, key
+        for sentence, chunk in self._quotable(d for d in documents if d.meta.get(self.source_id_field) == first):
+            stems = content_words(sentence)
+            if not names & stems or states_an_aim(sentence):
+                continue
+            key = (len(names & stems), len(question_words & stems), finding_rank(sentence, chunk.meta.get("section")))
+            if best_key is None or key > best_key:
+                best, best_key = sentence, key
         if best is None:
             return None
         return {"text": best, "cited": [canonical_id(str(first))], "attached": [], "support": 1.0}
@@ -481,16 +480,14 @@ class CitedAnswerBuilder:
                 continue
             title_words = content_words(str(chunks[0].meta.get("title") or ""))
             best, best_key = None, None
-            for chunk in filter(is_readable_evidence, chunks):
-                for sentence in split_sentences(" ".join((chunk.content or "").split())):
-                    stems = content_words(sentence)
-                    rank = finding_rank(sentence, chunk.meta.get("section"))
-                    if rank == 0 or sentence in taken or len(sentence.split()) < self._MIN_QUOTED_WORDS \
-                            or not topic & stems or not topic <= stems | title_words:
-                        continue
-                    key = (len(topic & stems), rank)
-                    if best_key is None or key > best_key:
-                        best, best_key = sentence, key
+            for sentence, chunk in self._quotable(chunks):
+                stems = content_words(sentence)
+                rank = finding_rank(sentence, chunk.meta.get("section"))
+                if rank == 0 or sentence in taken or not topic & stems or not topic <= stems | title_words:
+                    continue
+                key = (len(topic & stems), rank)
+                if best_key is None or key > best_key:
+                    best, best_key = sentence, key
             if best is not None:
                 found.append({"text": best, "cited": [paper], "attached": [], "support": 1.0})
         return found
@@ -540,23 +537,30 @@ class CitedAnswerBuilder:
             paper_names = any(words <= content_words(chunk.content or "") for chunk in chunks)
             if not (title_names or paper_names):
                 continue
-            for chunk in filter(is_readable_evidence, chunks):
-                for sentence in split_sentences(" ".join((chunk.content or "").split())):
-                    if sentence in taken or len(sentence.split()) < self._MIN_QUOTED_WORDS:
-                        continue
-                    stems = content_words(sentence)
-                    rank = finding_rank(sentence, chunk.meta.get("section"))
-                    if rank == 0:
-                        continue
-                    tie = 3 if words <= stems else 2 if title_names else 1
-                    # on the comparison's topic ("asthma" for "adults"), with its paper's title
-                    on_topic = not context or bool(context & (stems | title_words))
-                    key = (rank, on_topic, paper not in avoid, tie, len(part_words & stems))
-                    if best_key is None or key > best_key:
-                        best, best_key = (sentence, paper), key
+            for sentence, chunk in self._quotable(chunks):
+                if sentence in taken:
+                    continue
+                stems = content_words(sentence)
+                rank = finding_rank(sentence, chunk.meta.get("section"))
+                if rank == 0:
+                    continue
+                tie = 3 if words <= stems else 2 if title_names else 1
+                # on the comparison's topic ("asthma" for "adults"), with its paper's title
+                on_topic = not context or bool(context & (stems | title_words))
+                key = (rank, on_topic, paper not in avoid, tie, len(part_words & stems))
+                if best_key is None or key > best_key:
+                    best, best_key = (sentence, paper), key
         if best is None:
             return None
         return {"text": best[0], "cited": [best[1]], "attached": [], "support": 1.0}
+
+    def _quotable(self, chunks: Iterable[Document]) -> Iterator[tuple[str, Document]]:
+        """Each sentence long enough to quote (`_MIN_QUOTED_WORDS`), with its chunk, from the chunks of running
+        text: a caption or back matter is never quoted."""
+        for chunk in filter(is_readable_evidence, chunks):
+            for sentence in split_sentences(" ".join((chunk.content or "").split())):
+                if len(sentence.split()) >= self._MIN_QUOTED_WORDS:
+                    yield sentence, chunk
 
     def _quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
                     findings_only: bool) -> list[dict[str, Any]]:
