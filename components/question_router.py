@@ -36,9 +36,11 @@ _COMPARE = re.compile(
 # "A or B ... which", "which works better ... : A, B or C"
 _WHICH_OF = re.compile(r"\bwhich\b[^?]*\b(?:better|more|best|worse)\b|\b(?:better|best)\b[^?]*\bor\b",
                        re.IGNORECASE)
-# "Insulin or metformin in diabetes - what does the evidence say?": a question that opens with a choice
-_CHOICE = re.compile(r"^\s*(?:(?:is|are|should (?:i|we) (?:use|give|choose|prefer))\s+)?[\w-]+(?:\s[\w-]+){0,2}\s+or\s+"
-                     r"[\w-]+", re.IGNORECASE)
+# "Insulin or metformin in diabetes - what does the evidence say?": a question that opens with a choice. Not a
+# yes/no question about two factors ("Does either obesity or OSA severity influence ...?"): that asks one thing.
+_CHOICE = re.compile(r"^\s*(?!(?:does|do|did|can|could|will|would|has|have|had|was|were|may|might)\b|(?:is|are)\s+either\b)"
+                     r"(?:(?:is|are|should (?:i|we) (?:use|give|choose|prefer))\s+)?(?!either\b)"
+                     r"[\w-]+(?:\s[\w-]+){0,2}\s+or\s+[\w-]+", re.IGNORECASE)
 # The first results name something that a second search must look up.
 _SECOND_SEARCH = re.compile(
     r"(?:,? and|;) (?:what|which|where|how|is|are|do|does)\b[^?]*\b(?:other (?:papers|studies|trials)|elsewhere|else|"
@@ -183,6 +185,8 @@ class QuestionRouter:
         route, layer, paper = self._rule(question)
         if route is None:
             route, layer = self._nearest(query_embedding, question if leave_out else None)
+            if not _can_take(route, question):
+                route, layer = "single", "default, exemplars overruled"
         if route != "single" and route not in self.routes:
             route, layer = "single", f"{layer}, route off"
         return route, layer, paper
@@ -224,6 +228,30 @@ class QuestionRouter:
         if weight / float(weights.sum()) >= self.min_share:
             return kind, "exemplars"
         return "single", "default"
+
+
+# "Does oral a-galactosidase relieve irritable bowel symptoms?": a question that opens with a verb asks for one
+# finding (yes or no), whatever questions it resembles.
+_YES_NO = re.compile(r"^\s*(?:does|do|did|is|are|was|were|can|could|will|would|should|has|have|had|may|might)\b",
+                     re.IGNORECASE)
+
+
+def _can_take(route: str, question: str) -> bool:
+    """Whether a question has what the similarity layer's route needs to do anything different: two subjects to
+    compare, two parts, a paper to read, a second part to look up; an overview is not a yes/no question. (Over the
+    500 PubMedQA questions, all single findings, the similarity layer alone sent 13 elsewhere.)"""
+    text = " ".join(question.split())
+    if route == "compare":
+        return len(compared_subjects(text)) >= 2 and not _YES_NO.search(text)
+    if route == "several":
+        return len(question_parts(text)) >= 2
+    if route == "summarise":
+        return bool(paper_ids(text) or named_paper(text))
+    if route == "multi_step":
+        return bool(_SECOND_SEARCH.search(text))
+    if route == "overview":
+        return not _YES_NO.search(text)
+    return True
 
 
 def labelled_route_questions(path: str | None = None) -> list[dict[str, Any]]:

@@ -64,6 +64,11 @@ def test_subjects_and_parts_become_one_search_each():
     assert compared_subjects("Is the outcome after stroke worse for women than for men?") == ["women", "men"]
     choice = router.run(question="Insulin or metformin in gestational diabetes - what does the evidence say?")
     assert choice["route"] == "compare" and choice["subjects"][:2] == ["Insulin", "metformin"]
+    # A yes/no question about two factors asks one thing (PubMedQA; it had been read as "Does either obesity"
+    # against "OSA severity influence the", and the answer came back empty).
+    for one_question in ("Does either obesity or OSA severity influence the response of autotitrating CPAP machines?",
+                         "Is either smoking or obesity associated with late graft failure?"):
+        assert router.run(question=one_question)["route"] == "single", one_question
     several = router.run(question="1) Is the OHIP-NL reliable? 2) Which items were translated?")
     assert several["subqueries"] == ["Is the OHIP-NL reliable?", "Which items were translated?"]
     assert question_parts("Does erlotinib prolong survival in lung cancer?") == [
@@ -675,3 +680,37 @@ def test_an_overview_reads_each_paper_s_finding_in_place_of_its_aims(sample_stor
     assert findings.run(documents=[methods[0]], route="single")["documents"] == [methods[0]]
     data = findings.to_dict()
     assert PaperFindings.from_dict(data).to_dict() == data and data["init_parameters"]["routes"] == ["overview"]
+
+
+def test_a_comparison_whose_subjects_no_excerpt_names_is_answered_as_any_question_never_empty():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    excerpts = [_doc("a", "PMID:1", "AutoCPAP pressures correlated only moderately with OSA severity in obese "
+                                    "subjects, and obesity did not predict the pressure reached.", "Conclusions")]
+    routed = {"route": "compare", "subjects": ["Does either obesity", "OSA severity influence the"],
+              "subqueries": ["Does either obesity autoCPAP", "OSA severity influence the autoCPAP"]}
+    builder = CitedAnswerBuilder(comparisons="quoted")
+    question = "Does either obesity or OSA severity influence the response of autoCPAP machines?"
+    answer = builder.run(question=question, documents=excerpts, claims=[],
+                         raw_answer="No, the excerpts do not compare them.", **routed)["answer"]
+    assert answer["answer"].startswith("AutoCPAP pressures correlated only moderately") and \
+        [r["source_id"] for r in answer["references"]] == ["PMID:1"]
+    # No excerpt left to quote: "not answered", never an empty answer.
+    empty = builder.run(question=question, documents=[], claims=[], raw_answer="No.", **routed)["answer"]
+    assert empty["flags"]["not_answered"] and empty["answer"] == "The indexed papers do not answer this question."
+
+
+def test_the_similarity_layer_cannot_send_a_question_where_its_route_has_nothing_to_do():
+    import numpy as np
+
+    router = QuestionRouter(exemplars="", min_share=0.5)
+    # Five exemplars, every one as close as can be: whatever they are labelled wins the vote.
+    router._vectors, router._texts = np.ones((5, 2), dtype="float32"), ["x"] * 5
+    for kind, question, expected in [
+            ("several", "Does oral alpha-galactosidase relieve irritable bowel symptoms?", "single"),
+            ("overview", "Does glomerular hyperfiltration in pregnancy damage the kidney?", "single"),
+            ("compare", "Can ki-67 predict the response to neoadjuvant chemotherapy?", "single"),
+            ("summarise", "What are the side effects of erlotinib?", "single"),
+            ("overview", "Obesity and asthma in children", "overview")]:
+        router._kinds = [kind] * 5
+        assert router.decide(question, [0.7, 0.7])[0] == expected, (kind, question)
