@@ -216,7 +216,8 @@ class CitedAnswerBuilder:
             notes.append("A comparison is answered with each paper's own findings, quoted, one for each subject "
                          "(comparisons: quoted): the model's sentences are not shown.")
         elif extractive:
-            claims = self._extract_per_part(subqueries, subjects or [], documents) if subqueries else \
+            # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
+            claims = (self._extract_per_part(subqueries, subjects or [], documents) if subqueries else []) or \
                 self._extract(question, documents, topic_question, looked_up)
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
                          "the papers' findings instead." if left_out and raw_answer.strip() else
@@ -250,6 +251,12 @@ class CitedAnswerBuilder:
             notes.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
                          "supports states it. Read the papers' findings " + ("quoted" if extractive else "cited")
                          + " here instead.")
+        if not claims:
+            # Nothing the sources support and nothing quotable (captions, aims, a few words each): an empty answer
+            # would read as a failure, so it says the papers do not answer.
+            return self._not_answered(question, [chunks[0] for chunks in by_id.values()], (
+                "Neither the model's answer nor any passage shown states a finding that answers this."),
+                model_asked=bool(raw_answer.strip()))
         unaddressed = self._unaddressed(question, claims, topic_question, word_shares) if topic_question else []
         if unaddressed:
             closest = [chunks[0] for chunks in by_id.values()]
