@@ -121,6 +121,7 @@ class CitedAnswerBuilder:
         subjects: list[str] | None = None,
         search_steps: list[str] | None = None,
         looked_up: list[str] | None = None,
+        key_findings: list[Document] | None = None,
         web_results: list[Document] | None = None,
         web_note: str | None = None,
     ) -> dict[str, dict[str, Any]]:
@@ -155,6 +156,8 @@ class CitedAnswerBuilder:
             shown in the notes.
         :param looked_up: From `FollowUpSearch`: what a question in steps looked up in other papers. An answer
             citing one paper only gets another paper's finding on it, quoted, when an excerpt holds one.
+        :param key_findings: From `SectionKeyFindings`: for a summary of a paper longer than the model reads, the
+            key finding of each section it did not read, quoted after the summary and cited with its section.
         :param web_results: From `WebFallback`, when the indexed papers do not answer: web pages, listed apart in
             `web_sources` (never cited), with `web_note` in the notes.
         :param web_note: From `WebFallback`: what was searched on the web, and how to read it.
@@ -162,7 +165,7 @@ class CitedAnswerBuilder:
         """
         answer = self._answer(question, documents, claims, removed_claims, invalid_citations, raw_answer,
                               excerpts_dropped, generator_meta, replies, unanswered, why_unanswered, topic_question,
-                              word_shares, route, subqueries, subjects, looked_up)
+                              word_shares, route, subqueries, subjects, looked_up, key_findings)
         if uncovered and not answer["flags"].get("not_answered"):
             answer["notes"] = [*answer["notes"], (
                 f"No excerpt found names {quoted_words(uncovered)}: the indexed papers do not compare "
@@ -184,7 +187,8 @@ class CitedAnswerBuilder:
                 excerpts_dropped: int, generator_meta: dict[str, Any] | None, replies: list[ChatMessage] | None,
                 unanswered: list[Document] | None, why_unanswered: str | None, topic_question: str | None,
                 word_shares: dict[str, float] | None, route: str | None, subqueries: list[str] | None,
-                subjects: list[str] | None, looked_up: list[str] | None = None) -> dict[str, Any]:
+                subjects: list[str] | None, looked_up: list[str] | None = None,
+                key_findings: list[Document] | None = None) -> dict[str, Any]:
         if unanswered is not None:
             return self._not_answered(question, unanswered, why_unanswered)
         documents = documents or []
@@ -247,6 +251,12 @@ class CitedAnswerBuilder:
                          and content_words(w) <= topic]
                 notes.append(f"What {len(more)} more paper(s) found on '{' '.join(named)}' is quoted, so that "
                              "the overview does not rest on one paper.")
+        key_quoted = [] if not claims else [
+            {"text": d.content, "cited": [canonical_id(d.meta.get(self.source_id_field) or d.id)], "attached": [],
+             "support": 1.0, "passage": d} for d in key_findings or [] if d.content not in {c["text"] for c in claims}]
+        claims = claims + key_quoted
+        for quoted in key_quoted:  # a paper the model's sentences do not cite (none in practice: it is the one read)
+            by_id.setdefault(quoted["cited"][0], [quoted["passage"]])
         if verdict_withheld:
             notes.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
                          "supports states it. Read the papers' findings " + ("quoted" if extractive else "cited")
@@ -270,8 +280,9 @@ class CitedAnswerBuilder:
             for source_id in claim["cited"]:
                 number = numbers.setdefault(source_id, len(numbers) + 1)
                 marks.append(f"[{number}]")
-                # The paper's excerpt, and sentence in it, that best supports the claim.
-                (evidence, _), document = max(
+                # The paper's excerpt, and sentence in it, that best supports the claim (a section's key finding
+                # is its own evidence, from a passage the model was not shown).
+                (evidence, _), document = ((claim["text"], 1.0), claim["passage"]) if "passage" in claim else max(
                     ((best_sentence(claim["text"], d.content or ""), d) for d in by_id[source_id]),
                     key=lambda pair: pair[0][1])
                 citations.append({"number": number, "source_id": source_id, "chunk_id": document.id,
@@ -303,7 +314,10 @@ class CitedAnswerBuilder:
                     f"{excerpts_dropped} of its passages were left out" if excerpts_dropped else ""]
             notes.append("The paper is longer than the model reads at once: " + "; ".join(filter(None, read)) +
                          ". The summary comes from its abstract and the first passages of its conclusion, results, "
-                         "discussion and methods; each citation names its section.")
+                         "discussion and methods" + (
+                             f"; after it, the key finding of {len(key_quoted)} section(s) it did not read is quoted"
+                             f" ({'; '.join(str(c['passage'].meta.get('section')) for c in key_quoted)})"
+                             if key_quoted else "") + "; each citation names its section.")
         elif excerpts_dropped:
             notes.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
         meta = {**(replies[0].meta if replies else {}), **(generator_meta or {})}
@@ -319,7 +333,8 @@ class CitedAnswerBuilder:
             "answer": " ".join(s for s in sentences if s),
             "raw_answer": raw_answer,
             "citations": citations,
-            "references": [self._reference(number, source_id, by_id[source_id][0], citations, by_id[source_id])
+            "references": [self._reference(number, source_id, by_id[source_id][0], citations,
+                                           by_id[source_id] + [c["passage"] for c in key_quoted])
                            for source_id, number in numbers.items()],
             "invalid_citations": list(invalid_citations or []),
             "removed_claims": removed_claims,

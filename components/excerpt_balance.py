@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.utils.filters import document_matches_filter
 
 from pmc_rag.components.citations import canonical_id, content_words
 from pmc_rag.components.section_kinds import is_findings_section, is_readable_evidence
@@ -59,7 +60,8 @@ class ExcerptBalance:
     @component.output_types(documents=list[Document], covering=list[str], uncovered=list[str])
     def run(self, documents: list[Document], route: str = "single", subjects: list[str] | None = None,
             subqueries: list[str] | None = None, candidates: list[Document] | None = None,
-            pool: list[Document] | None = None, top_k: int | None = None) -> dict[str, Any]:
+            pool: list[Document] | None = None, top_k: int | None = None,
+            filters: dict[str, Any] | None = None) -> dict[str, Any]:
         """
         :param documents: The ranked excerpts, best first.
         :param route: The question's kind (`QuestionRouter`).
@@ -68,8 +70,12 @@ class ExcerptBalance:
         :param candidates: The subject searches' results.
         :param pool: More results to draw on (the fused list), for overviews.
         :param top_k: How many excerpts to pass on, this time (None: as initialised).
+        :param filters: The request's filters (a year range, a collection): the subject searches do not take them,
+            so their results outside them are dropped here.
         """
         top_k = top_k or self.top_k
+        if filters and candidates:
+            candidates = [d for d in candidates if document_matches_filter(filters, d)]
         if route in ("compare", "several") and subqueries:
             return self._cover(documents, subjects or subqueries, subqueries, candidates or [], top_k,
                                parts=not subjects)

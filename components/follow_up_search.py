@@ -108,13 +108,14 @@ class FollowUpSearch:
 
     @component.output_types(documents=list[Document], steps=list[str], looked_up=list[str])
     def run(self, documents: list[Document], question: str = "", follow_up: str | None = None,
-            read_paper: str | None = None) -> dict[str, Any]:
+            read_paper: str | None = None, filters: dict[str, Any] | None = None) -> dict[str, Any]:
         """
         :param documents: The first search's excerpts, best first.
         :param question: The whole question (its words are not what is looked up).
         :param follow_up: The question's second step (`QuestionRouter`, route `multi_step`); none: no search.
         :param read_paper: The paper the first step read instead of searching (`PaperReader`'s `paper_id`), when
             the question named it.
+        :param filters: The request's filters (a year range, a collection): the further searches keep to them.
         :returns: `documents`: the first search's excerpts, then those of the further searches; `steps`: each
             search in words; `looked_up`: the names searched for in other papers, found there or not.
         """
@@ -142,9 +143,9 @@ class FollowUpSearch:
                 break
             asked |= content_words(name)
             # The name alone is searched: with the follow-up's words ("other papers report"), other subjects won.
-            filters = {"operator": "AND", "conditions": [
-                {"field": "meta.source_id", "operator": "not in", "value": sorted(papers)}]}
-            results = self.retriever.run(query=name, filters=filters, top_k=self.per_search)["documents"]
+            other_papers = {"operator": "AND", "conditions": [
+                {"field": "meta.source_id", "operator": "not in", "value": sorted(papers)}, *([filters] if filters else [])]}
+            results = self.retriever.run(query=name, filters=other_papers, top_k=self.per_search)["documents"]
             # a figure caption is not what a paper reports (issue 32)
             new = [d for d in results if is_readable_evidence(d)
                    and _mentions(f"{d.meta.get('title') or ''} {d.content or ''}", name)]

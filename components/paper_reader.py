@@ -53,7 +53,8 @@ class PaperReader:
     from pmc_rag.components.paper_reader import PaperReader
 
     reader = PaperReader(document_store=store, max_tokens=2000)
-    reader.run(paper="PMC4816447")     # {"documents": [abstract, ..., conclusion], "excerpts_dropped": 30}
+    reader.run(paper="PMC4816447")     # {"documents": [abstract, ..., conclusion], "excerpts_dropped": 30,
+                                       #  "unread": [<the 30 passages left out>], "paper_id": "PMC4816447"}
     reader.run(paper="FIELT")          # the same paper, found by its title
     reader.run(paper="STEP 1", otherwise_search="Which drug did the STEP 1 trial test")  # {"search_question": ...}
     PaperReader(document_store=store, max_excerpts=16, sentences_per_passage=2).run(paper="PMC4816447")
@@ -96,15 +97,16 @@ class PaperReader:
     def from_dict(cls, data: dict[str, Any]) -> PaperReader:
         return cls(**with_store_from_dict(data)["init_parameters"])
 
-    @component.output_types(documents=list[Document], paper_id=str, excerpts_dropped=int,
+    @component.output_types(documents=list[Document], paper_id=str, excerpts_dropped=int, unread=list[Document],
                             unanswered=list[Document], why_unanswered=str, search_question=str)
     def run(self, paper: str, otherwise_search: str | None = None) -> dict[str, Any]:
         """
         :param paper: The paper's id, or words of its title.
         :param otherwise_search: What to search for instead when no indexed paper matches (the first part of a
             two-step question): it goes out as `search_question`, and nothing is said unanswered.
-        :returns: `documents` (the chunks read, in the paper's order), `paper_id` (its source id) and
-            `excerpts_dropped`; or, when no paper matches, `unanswered` and `why_unanswered` (or
+        :returns: `documents` (the chunks read, in the paper's order), `paper_id` (its source id),
+            `excerpts_dropped` and `unread` (the passages left out, in the paper's order: `SectionKeyFindings`
+            quotes their key findings); or, when no paper matches, `unanswered` and `why_unanswered` (or
             `search_question`).
         """
         with connect(self.document_store) as connection:
@@ -125,7 +127,7 @@ class PaperReader:
             readable = [d if d.meta.get("section_kind") == "abstract" else self._condensed(d) for d in readable]
         chosen = self._within_budget(readable)
         return {"documents": [d for d in readable if d.id in chosen], "paper_id": source_id,
-                "excerpts_dropped": len(readable) - len(chosen)}
+                "excerpts_dropped": len(readable) - len(chosen), "unread": [d for d in readable if d.id not in chosen]}
 
     def _cost(self, chunk: Document) -> int:
         return estimated_tokens(chunk, self.chars_per_token, self.tokens_per_excerpt_label)

@@ -52,6 +52,7 @@ _PART_START = re.compile(r"(?:^|\s)(?:\d[).]|also,?|and separately:?|two questio
 _JOINED_QUESTION = re.compile(r",? and (?=(?:how|what|why|which|where|when|who|is it|are they|was it|were they|did it|"
                               r"does it|do they|should|can it)\b)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
+_FOLLOW_UP = re.compile(r" \(follow-up to: .*\)$", re.DOTALL)
 
 
 @component
@@ -63,7 +64,8 @@ class QuestionRouter:
     more named subjects), `several` (more than one question in one message), `overview` ("what is known about
     ..."), `multi_step` (the first results name something a second search must look up).
 
-    Layers, in order:
+    A follow-up in a conversation (the server's "<question> (follow-up to: <topic>)") takes the single path: it is
+    answered from the topic's papers. For anything else, layers, in order:
     1. Rules: ids (PMC, PMID, DOI, `doc:`), a named paper ("the FIELT trial") with a summary verb, "vs",
        "compare", "what is known about", several question marks or numbered parts. They decide when they match.
     2. Similarity to labelled exemplars: when no rule matches, the question's embedding (the query embedder's,
@@ -182,6 +184,11 @@ class QuestionRouter:
                ) -> tuple[str, str, str | None]:
         """(route, layer, the named paper's id or None). `leave_out`: an exemplar with the question's own text
         does not vote (for measuring the router on the questions its exemplars come from)."""
+        if _FOLLOW_UP.search(question):
+            # The server sends a follow-up in a conversation as "<question> (follow-up to: <topic>)"
+            # (pmc_rag/serving/conversation.py) and answers it from the topic's papers, by the single path: the two
+            # question marks are not two questions, and another route's searches would leave those papers.
+            return "single", "follow-up", None
         route, layer, paper = self._rule(question)
         if route is None:
             route, layer = self._nearest(query_embedding, question if leave_out else None)

@@ -203,6 +203,70 @@ def test_a_long_paper_condensed_to_its_findings_sentences_is_read_across_more_se
         PaperReader(document_store=sample_store, sentences_per_passage=-1)
 
 
+def test_each_unread_section_of_a_long_paper_gives_its_key_finding_the_paper_s_own_sentence(sample_store):
+    """The map step of a long paper's summary: what the model did not read gives one finding per section, a
+    conclusion, a result and a discussion first; each is a sentence of its passage, keeping its id and section."""
+    from pmc_rag.components.section_key_findings import SectionKeyFindings
+
+    read = PaperReader(document_store=sample_store, max_tokens=2000, max_excerpts=8).run(paper="PMC4816447")
+    assert len(read["unread"]) == read["excerpts_dropped"] > 10
+    assert not {d.id for d in read["unread"]} & {d.id for d in read["documents"]}
+    found = SectionKeyFindings(max_sections=4).run(unread=read["unread"], read=read["documents"])["documents"]
+    passages = {d.id: d for d in read["unread"]}
+    assert 1 <= len(found) <= 4
+    assert [passages[d.id].meta["chunk_index"] for d in found] == sorted(
+        passages[d.id].meta["chunk_index"] for d in found)  # the paper's order
+    for finding in found:
+        assert finding.content in " ".join(passages[finding.id].content.split())
+        assert finding.meta["section"] == passages[finding.id].meta["section"]
+        assert finding.meta["section"] not in {d.meta["section"] for d in read["documents"]}
+    assert {d.meta["section"].split(" / ")[0] for d in found} >= {"Discussion"}  # not results only
+    assert SectionKeyFindings(max_sections=0).run(unread=read["unread"])["documents"] == []
+
+
+def test_a_section_s_key_finding_is_a_result_never_an_aim_a_method_or_an_introduction():
+    from pmc_rag.components.section_key_findings import SectionKeyFindings
+
+    unread = [_doc("i", "PMC1", "Lung cancer is the leading cause of cancer death in the world today.", "Introduction"),
+              _doc("m", "PMC1", "Patients were randomised to erlotinib or to chemotherapy in a one to one ratio.",
+                   "Methods"),
+              _doc("r1", "PMC1", "Table 2 shows the baseline characteristics of all enrolled patients. Median "
+                                 "progression-free survival was 11 months with erlotinib and 5 months with "
+                                 "chemotherapy.", "Results / Efficacy"),
+              _doc("r2", "PMC1", "Rash was the most common adverse event and was mostly mild in our patients.",
+                   "Results / Safety"),
+              _doc("d", "PMC1", "The aim of this study was to confirm these results in Caucasian patients.",
+                   "Discussion")]
+    found = SectionKeyFindings(max_sections=1).run(unread=unread)["documents"]
+    assert [(d.id, d.content) for d in found] == [
+        ("r1", "Median progression-free survival was 11 months with erlotinib and 5 months with chemotherapy.")]
+    assert [d.id for d in SectionKeyFindings().run(unread=unread)["documents"]] == ["r1", "r2"]
+    data = SectionKeyFindings(max_sections=2, min_words=6).to_dict()
+    assert SectionKeyFindings.from_dict(data).to_dict() == data and data["init_parameters"]["max_sections"] == 2
+    with pytest.raises(ValueError, match="max_sections must be 0"):
+        SectionKeyFindings(max_sections=-1)
+
+
+def test_a_summary_quotes_the_key_findings_after_the_model_s_sentences_cited_with_their_own_sections():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    read = [_doc("abs", "PMC1", "Erlotinib was given first line to 46 patients with EGFR mutations.", "Abstract")]
+    key = [_doc("saf", "PMC1", "Rash was the most common adverse event and was mostly mild.", "Results / Safety")]
+    claim = {"text": "Erlotinib was given first line to 46 patients with EGFR mutations", "cited": ["PMC1"],
+             "support": 1.0, "attached": [], "judgement": "supported"}
+    answer = CitedAnswerBuilder().run(question="Summarise PMC1", documents=read, claims=[claim], raw_answer="x [1]",
+                                      route="summarise", excerpts_dropped=5, key_findings=key)["answer"]
+    assert answer["answer"].endswith("Rash was the most common adverse event and was mostly mild. [1]") or \
+        answer["answer"].endswith("Rash was the most common adverse event and was mostly mild [1].")
+    assert [(c["section"], c["chunk_id"]) for c in answer["citations"]] == [("Abstract", "abs"),
+                                                                             ("Results / Safety", "saf")]
+    assert any("the key finding of 1 section(s) it did not read is quoted (Results / Safety)" in note
+               for note in answer["notes"])
+    # Not answered stays not answered: nothing is quoted into it.
+    gone = CitedAnswerBuilder().run(question="Summarise PMC1", unanswered=[], key_findings=key)["answer"]
+    assert gone["flags"]["not_answered"] and not gone["citations"]
+
+
 def test_a_paper_that_is_not_indexed_is_not_answered_and_says_what_was_looked_for(sample_store):
     reader = PaperReader(document_store=sample_store)
     missing = reader.run(paper="PMC1")
@@ -254,6 +318,10 @@ def test_a_summary_cites_only_the_named_paper_with_each_citation_s_section(route
     assert answer["citations"] and all(c["section"] for c in answer["citations"])
     assert "Abstract: " not in answer["answer"]  # the excerpts' labels the model copies are not shown as text
     assert any("passages were left out" in note for note in answer["notes"])
+    # The sections the model did not read give their key findings, quoted and cited with those sections.
+    assert any("key finding of" in note for note in answer["notes"])
+    read_sections = {s["section"] for s in answer["sources"] if s["in_prompt"]}
+    assert {c["section"] for c in answer["citations"]} - read_sections
     text = Answer.model_validate(answer).as_text()
     assert "sections cited: " in text and "(route: summarise)" in text
     gone = answer_question(routed, "Summarise PMC1")
@@ -714,3 +782,46 @@ def test_the_similarity_layer_cannot_send_a_question_where_its_route_has_nothing
             ("overview", "Obesity and asthma in children", "overview")]:
         router._kinds = [kind] * 5
         assert router.decide(question, [0.7, 0.7])[0] == expected, (kind, question)
+
+
+def test_a_follow_up_in_a_conversation_takes_the_single_path():
+    """The server sends "What about its side effects? (follow-up to: Is erlotinib effective ...?)": two question
+    marks, yet one question, answered from the topic's papers (routed as 'several', its part searches had left
+    them: 19 of 51 conversation turns cited an off-topic paper)."""
+    from pmc_rag.serving.conversation import standalone_query
+
+    query = standalone_query("What about its side effects?", ["Is first-line erlotinib effective in NSCLC?"])
+    result = QuestionRouter(exemplars="").run(question=query)
+    assert (result["route"], result["route_layer"]) == ("single", "follow-up")
+    assert result["search_question"] == query
+    assert QuestionRouter(exemplars="").run(question="What about its side effects? Is it safe?")["route"] == "several"
+
+
+def test_the_request_s_filters_hold_for_the_subject_and_follow_up_searches():
+    from pmc_rag.components.follow_up_search import FollowUpSearch
+
+    old, new = (Document(id=i, content=f"Erlotinib {i}", meta={"source_id": i, "year": y})
+                for i, y in (("PMC1", 2005), ("PMC2", 2019)))
+    after_2015 = {"field": "meta.year", "operator": ">=", "value": 2015}
+    balanced = ExcerptBalance(top_k=3).run(documents=[], route="compare", subjects=["erlotinib", "gefitinib"],
+                                           subqueries=["erlotinib", "gefitinib"], candidates=[old, new],
+                                           filters=after_2015)
+    assert [d.id for d in balanced["documents"]] == ["PMC2"]
+
+    class FilteredRetriever(FakeTextRetriever):
+        """Records the filters of each search, and keeps to a year filter among them."""
+
+        def run(self, query: str, filters: dict | None = None, top_k: int | None = None) -> dict:
+            self.filters = getattr(self, "filters", []) + [filters]
+            found = super().run(query, filters, top_k)
+            years = [c["value"] for c in (filters or {}).get("conditions", [])[1:]]
+            return {**found, "documents": [d for d in found["documents"] if all(d.meta["year"] >= y for y in years)]}
+
+    first = [Document(id="f1", content="The FIELT trial treated 46 patients with erlotinib.",
+                      meta={"source_id": "PMC9", "year": 2016})]
+    retriever = FilteredRetriever([*first, old, new])
+    follow_up = "which other papers mention that drug?"
+    result = FollowUpSearch(retriever=retriever, max_searches=2).run(
+        documents=first, question="Which drug did the FIELT trial test", follow_up=follow_up, filters=after_2015)
+    assert [d.id for d in result["documents"]] == ["f1", "PMC2"]
+    assert retriever.filters[-1]["conditions"][1] == after_2015
