@@ -54,12 +54,28 @@ def run_routes(progress: bool = True, path: str | None = None) -> dict[str, Any]
         if progress and number % 50 == 0:
             print(f"  {number}/{len(questions)} questions", flush=True)
     times_ms.sort()
-    return {"counts": {s: {c: {k: {"right": t[0], "of": t[1]} for k, t in kinds.items()}
+    single_findings = _pubmedqa_routes(router, embedder)
+    return {"single_findings": single_findings, "counts": {s: {c: {k: {"right": t[0], "of": t[1]} for k, t in kinds.items()}
                            for c, kinds in checks.items()} for s, checks in counts.items()},
             "confusion": {s: {k: dict(v) for k, v in kinds.items()} for s, kinds in confusion.items()},
             "layers": dict(layers), "wrong": wrong,
             "time_ms": {"p50": times_ms[len(times_ms) // 2], "p95": times_ms[int(len(times_ms) * 0.95)],
                         "max": times_ms[-1]}}
+
+
+def _pubmedqa_routes(router: QuestionRouter, embedder: Any) -> dict[str, Any]:
+    """The PubMedQA dev questions through the router: every one asks for one finding, yes or no, so each sent to
+    another route is a question the router misreads (not labelled by us, and never an exemplar)."""
+    from pmc_rag.evaluation.questions import load_questions
+    from pmc_rag.paths import DEV_QUESTIONS
+
+    questions = load_questions(DEV_QUESTIONS)
+    elsewhere = []
+    for question in questions:
+        route, layer, _ = router.decide(question.question, embedder.run(text=question.question)["embedding"])
+        if route != "single":
+            elsewhere.append({"route": route, "layer": layer, "question": question.question})
+    return {"questions": len(questions), "elsewhere": elsewhere}
 
 
 def routes_markdown(report: dict[str, Any]) -> str:
@@ -78,6 +94,12 @@ def routes_markdown(report: dict[str, Any]) -> str:
     for item in report["wrong"]:
         lines.append(f"- {item['set']}: {item['kind']} taken for {item['route']} ({item['layer']}): "
                      f"{item['question']!r}")
+    single = report.get("single_findings")
+    if single:
+        elsewhere = single["elsewhere"]
+        lines += ["", f"PubMedQA dev questions (each asks for one finding): {single['questions'] - len(elsewhere)} of "
+                      f"{single['questions']} take the single path; {len(elsewhere)} another:"]
+        lines += [f"- {item['route']} ({item['layer']}): {item['question']!r}" for item in elsewhere]
     return "\n".join(lines)
 
 
