@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pmc_rag.environment import configure_environment
+from pmc_rag.paths import DEFAULT_ANSWER_PIPELINE
 
 # Exit codes: 0 all done; 1 nothing could be done (the message says why); 3 done, but some input was skipped.
 EXIT_FAILED = 1
@@ -62,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
     setup = commands.add_parser("setup", help="prepare models and database; ingest the sample corpus if empty")
     setup.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
-    setup.add_argument("--answer-pipeline", default="rag",
+    setup.add_argument("--answer-pipeline", default=DEFAULT_ANSWER_PIPELINE,
                        help="answering pipeline whose local model server to start and try (default: %(default)s)")
     setup.add_argument("--no-sample", action="store_true", help="do not ingest the bundled sample corpus")
     setup.add_argument("--serve", action=argparse.BooleanOptionalAction, default=False,
@@ -88,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="answer a question with citations")
     ask.add_argument("question", help="the question, in plain language (quote it)")
-    ask.add_argument("--pipeline", default="rag", help="answering pipeline YAML (default: %(default)s)")
+    ask.add_argument("--pipeline", default=DEFAULT_ANSWER_PIPELINE, help="answering pipeline YAML (default: %(default)s)")
     ask.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
     ask.set_defaults(handler=_ask)
 
@@ -149,7 +150,7 @@ def _parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="what is indexed, where, and which models are ready")
     status.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
-    status.add_argument("--answer-pipeline", default="rag",
+    status.add_argument("--answer-pipeline", default=DEFAULT_ANSWER_PIPELINE,
                         help="answering pipeline whose local model server to report (default: %(default)s)")
     status.set_defaults(handler=_status)
 
@@ -162,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
                                               "the embedded models")
     model.add_argument("action", choices=["start", "stop", "status", "list", "install"])
     model.add_argument("name", nargs="?", help="install: the model to install (see `pmc-rag model list`)")
-    model.add_argument("--pipeline", default="rag", help="the answering pipeline that declares it (default: "
+    model.add_argument("--pipeline", default=DEFAULT_ANSWER_PIPELINE, help="the answering pipeline that declares it (default: "
                                                           "%(default)s)")
     model.set_defaults(handler=_model)
 
@@ -357,7 +358,7 @@ def _eval_conversations(args: argparse.Namespace) -> int:
     from pmc_rag.paths import CONVERSATIONS
 
     path = CONVERSATIONS if args.conversations == "default" else Path(args.conversations)
-    report = run_conversations(args.pipelines or ["rag"], path, progress=not args.no_progress)
+    report = run_conversations(args.pipelines or [DEFAULT_ANSWER_PIPELINE], path, progress=not args.no_progress)
     return _write_side_report(args, "conversations", report, conversations_markdown(report))
 
 
@@ -368,7 +369,7 @@ def _eval_unanswerable(args: argparse.Namespace) -> int:
 
     path = UNANSWERABLE if args.unanswerable == "default" else Path(args.unanswerable)
     answerable = load_questions(args.questions or DEV_QUESTIONS)[:args.limit]
-    report = run_relevance(args.pipelines or ["rag"], path, answerable, progress=not args.no_progress)
+    report = run_relevance(args.pipelines or [DEFAULT_ANSWER_PIPELINE], path, answerable, progress=not args.no_progress)
     return _write_side_report(args, "unanswerable", report, relevance_markdown(report))
 
 
@@ -449,7 +450,7 @@ def _eval(args: argparse.Namespace) -> int:
             assemble_llm(name)
     if args.offset < 0:
         raise ValueError("--offset must be 0 or more")
-    report = run_evaluation(args.pipelines or (["rag"] if args.local_models else None),
+    report = run_evaluation(args.pipelines or ([DEFAULT_ANSWER_PIPELINE] if args.local_models else None),
                             args.questions or DEV_QUESTIONS, limit=args.limit, offset=args.offset,
                             retrieval_only=args.retrieval_only, judge=judge, progress=not args.no_progress,
                             adversaries=adversaries, claim_judge=claim_judge(args.claim_judge),
