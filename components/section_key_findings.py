@@ -14,6 +14,17 @@ from pmc_rag.components.section_chunker import split_sentences
 _SECTION_ORDER = (re.compile(r"^(?:conclusions?|summary)\b", re.I), re.compile(r"^results?\b|^findings\b", re.I),
                   re.compile(r"^discussion\b", re.I))
 _NUMBER = re.compile(r"\d")
+# The paper's own result ("we found", "our data show", "this meta-analysis suggests") before anything else.
+_OWN_RESULT = re.compile(r"\b(?:we (?:found|show\w*|observed|demonstrat\w*|report\w*|identified)|our (?:study|results|data|"
+                         r"findings|analysis|estimates)|th(?:is|e present) (?:study|trial|analysis|meta-analysis|review|"
+                         r"work) (?:shows?|suggests?|found|demonstrates?|indicates?))\b", re.IGNORECASE)
+# What a discussion says of others' work or of what is known, not what this paper found; and a sentence whose
+# table or figure reference was cut out at ingestion ("Scores are presented in and", "summarizes the results").
+_NOT_THIS_PAPER_S = re.compile(r"\b(?:(?:is|are|was|were) (?:well )?known|known to|(?:has|have) (?:been|also been) "
+                               r"(?:shown|reported|described|proposed|suggested)|as has been|previously|recently|"
+                               r"hypothesi[sz]\w*|current model|other studies|it was possible to)\b", re.IGNORECASE)
+_CUT_REFERENCE = re.compile(r"\b(?:in|see|shown in|presented in|summari[sz]ed in)(?: and)?\s*[.,;:]?$|"
+                            r"^(?:summari[sz]es|shows|presents|lists|gives|depicts|illustrates)\b|^As shown in,")
 
 
 @component
@@ -24,8 +35,9 @@ class SectionKeyFindings:
     than the model's budget. The answer quotes them after the model's summary, each cited with its section (the
     reduce step), so the summary covers the whole paper and every added sentence is the paper's own.
 
-    A section's key finding is a sentence that states a result (not an aim, a method, a caption or background),
-    one with a figure in it first, else the earliest. A conclusion, a result and a discussion section come first
+    A section's key finding is a sentence that states a result (not an aim, a method, a caption, what is known or
+    what others found, or a sentence whose table reference was cut out): one that says it is the paper's own
+    ("we found", "this meta-analysis suggests") first, then one with a figure in it, else the earliest. A conclusion, a result and a discussion section come first
     (in that order), then a second of each, and so on, at most `max_sections`. Sections the model read in part are skipped: it has seen their first passage.
 
     Usage:
@@ -89,11 +101,13 @@ class SectionKeyFindings:
         for position, passage in passages:
             sentences = split_sentences(" ".join((passage.content or "").split()))
             for index, sentence in enumerate(sentences):
-                if len(sentence.split()) >= self.min_words and finding_rank(sentence, section) == 2:
-                    candidates.append((not _NUMBER.search(sentence), position, index, sentence, passage, sentences))
+                if (len(sentence.split()) >= self.min_words and finding_rank(sentence, section) == 2
+                        and not _NOT_THIS_PAPER_S.search(sentence) and not _CUT_REFERENCE.search(sentence)):
+                    candidates.append((not _OWN_RESULT.search(sentence), not _NUMBER.search(sentence), position,
+                                       index, sentence, passage, sentences))
         if not candidates:
             return None
-        _, position, _, sentence, passage, sentences = min(candidates, key=lambda c: c[:3])
+        _, _, position, _, sentence, passage, sentences = min(candidates, key=lambda c: c[:4])
         return position, Document(id=passage.id, content=sentence, embedding=passage.embedding, meta={
             **passage.meta, "sentences_read": f"1 of {len(sentences)}"})
 

@@ -244,6 +244,15 @@ def test_a_section_s_key_finding_is_a_result_never_an_aim_a_method_or_an_introdu
     assert [(d.id, d.content) for d in found] == [
         ("r1", "Median progression-free survival was 11 months with erlotinib and 5 months with chemotherapy.")]
     assert [d.id for d in SectionKeyFindings().run(unread=unread)["documents"]] == ["r1", "r2"]
+    # In a discussion: what others found or what is known is not this paper's finding, nor is a sentence whose
+    # table reference was cut out; the paper's own result comes first.
+    discussion = _doc("d2", "PMC1", "Similar results have been reported with afatinib in the LUX-Lung 3 study. "
+                                    "Unadjusted mean scores for all 46 patients at each visit are presented in and. "
+                                    "Rash occurred in 80% of patients, as in earlier erlotinib trials. "
+                                    "In this trial we found that erlotinib doubled progression-free survival.",
+                      "Discussion")
+    assert SectionKeyFindings().run(unread=[discussion])["documents"][0].content == (
+        "In this trial we found that erlotinib doubled progression-free survival.")
     data = SectionKeyFindings(max_sections=2, min_words=6).to_dict()
     assert SectionKeyFindings.from_dict(data).to_dict() == data and data["init_parameters"]["max_sections"] == 2
     with pytest.raises(ValueError, match="max_sections must be 0"):
