@@ -36,6 +36,15 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]{2,}")
 _NOT_NAMES = set("""DOC DOCX PDF XLS XLSX TIF TIFF PNG PPT ZIP TXT CSV XML HTML
 CI OR HR RR SD SE SEM IQR AUC ROC ICC PPV NPV NNT SMD BMI ANOVA USA UK WHO NIH FDA DNA RNA PCR
 MEDLINE EMBASE PUBMED CINAHL COCHRANE III IIIA IIIB IIIC VII VIII XII""".split())
+# Assays, imaging and rating scales: how a study measured, not what it is about ("ELISA" is no answer to "What
+# pathogen did the study look for ... how is it transmitted?"), unless the question asks for a method.
+_METHOD_NAMES = set("""ELISA QPCR RT-PCR RT-QPCR FISH IHC MRI FMRI CT PET SPECT ECG EKG EEG HPLC
+PHQ-9 PHQ9 GAD-7 HADS EQ-5D EQ-VAS SF-36 SF-12 BDI BDI-II HAMD HAM-D MADRS MMSE MOCA VAS""".split())
+_METHOD_KIND = re.compile(r"^(?:questionnaire|scale|instrument|test|assay|method|equation|score|measure|technique|"
+                          r"tool|index|survey)s?$", re.IGNORECASE)
+# "What pathogen did ... look for, and how is it transmitted?": with no "that <kind>" in the follow-up, the kind
+# of thing is the one the first part asks for.
+_ASKED_KIND = re.compile(r"^\s*(?:what|which)\s+([a-z]+)\b", re.IGNORECASE)
 
 
 @component
@@ -130,7 +139,7 @@ class FollowUpSearch:
                  f"Search 1: the question's first part found {len(papers)} paper(s) ({', '.join(sorted(papers))})."]
         latest = documents
         looked_up: list[str] = []
-        pointed = _POINTED.search(follow_up)
+        pointed = _POINTED.search(follow_up) or _ASKED_KIND.search(question)
         wanted = {"kind": pointed.group(1) if pointed else None, "codes_first": bool(_CODE_POINTER.search(follow_up)),
                   "drugs_only": bool(_DRUG_POINTER.search(follow_up))}
         for number in range(2, self.max_searches + 1):
@@ -174,7 +183,8 @@ class FollowUpSearch:
             d.content or "" for d in documents if canonical_id(str(d.meta.get("source_id", ""))) == top])
         # another spelling of a word asked or looked up ("EGFRexon20ins" after "EGFRex20ins") is no new name
         tried = {w.lower()[:6] for w in asked if len(w) >= 6}
-        words = [w for w in _WORD.findall(text) if w.upper() not in _NOT_NAMES and not content_words(w) <= asked
+        not_names = _NOT_NAMES if kind and _METHOD_KIND.match(kind) else _NOT_NAMES | _METHOD_NAMES
+        words = [w for w in _WORD.findall(text) if w.upper() not in not_names and not content_words(w) <= asked
                  and not (len(w) >= 6 and w.lower()[:6] in tried)]
         drugs = Counter(w.lower() for w in words if _DRUG.match(w.lower()))
         codes = Counter(w for w in words if _CODE.match(w))

@@ -837,3 +837,24 @@ def test_the_request_s_filters_hold_for_the_subject_and_follow_up_searches():
         documents=first, question="Which drug did the FIELT trial test", follow_up=follow_up, filters=after_2015)
     assert [d.id for d in result["documents"]] == ["f1", "PMC2"]
     assert retriever.filters[-1]["conditions"][1] == after_2015
+
+
+def test_a_method_is_looked_up_only_when_the_question_asks_for_one():
+    """"What pathogen ... and how is it transmitted?": the assay the paper used ("ELISA") is how it measured, not
+    what it is about; "Which questionnaire ... where else has it been used?" asks for the instrument itself."""
+    from pmc_rag.components.follow_up_search import FollowUpSearch
+
+    first = [_doc("f1", "PMC1", "Sera were tested by ELISA for RVFV antibodies; ELISA found RVFV in 10% of goats "
+                                "and ELISA was repeated.")]
+    others = [_doc("o1", "PMID:2", "RVFV is transmitted by mosquitoes."),
+              _doc("o2", "PMID:3", "ELISA kits were compared.")]
+    question = "What pathogen did the Mozambique study look for, and how is it transmitted according to other papers?"
+    found = FollowUpSearch(retriever=FakeTextRetriever(first + others), max_searches=2).run(
+        documents=first, question=question, follow_up="how is it transmitted according to other papers?")
+    assert found["looked_up"] == ["RVFV"]
+    scale = [_doc("s1", "PMC1", "Depression was measured with the PHQ-9 at baseline; PHQ-9 scores fell by half.")]
+    instrument = FollowUpSearch(retriever=FakeTextRetriever(scale + [_doc("o3", "PMID:4", "The PHQ-9 is valid.")]),
+                                max_searches=2).run(
+        documents=scale, question="Which questionnaire did the trial use, and where else has it been used?",
+        follow_up="where else has it been used?")
+    assert instrument["looked_up"] == ["PHQ-9"]
