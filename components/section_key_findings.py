@@ -15,16 +15,19 @@ _SECTION_ORDER = (re.compile(r"^(?:conclusions?|summary)\b", re.I), re.compile(r
                   re.compile(r"^discussion\b", re.I))
 _NUMBER = re.compile(r"\d")
 # The paper's own result ("we found", "our data show", "this meta-analysis suggests") before anything else.
-_OWN_RESULT = re.compile(r"\b(?:we (?:found|show\w*|observed|demonstrat\w*|report\w*|identified)|our (?:study|results|data|"
-                         r"findings|analysis|estimates)|th(?:is|e present) (?:study|trial|analysis|meta-analysis|review|"
-                         r"work) (?:shows?|suggests?|found|demonstrates?|indicates?))\b", re.IGNORECASE)
-# What a discussion says of others' work or of what is known, not what this paper found; and a sentence whose
-# table or figure reference was cut out at ingestion ("Scores are presented in and", "summarizes the results").
+_OWN_RESULT = re.compile(r"\b(?:we (?:found|show\w*|observed|demonstrat\w*|identified)|(?:our|th(?:is|e present)) (?:study|"
+                         r"trial|results|data|findings|analysis|meta-analysis|review|estimates) (?:\w+ )?(?:shows?|"
+                         r"suggests?|found|demonstrated?s?|indicates?|confirms?))\b", re.IGNORECASE)
+# What a discussion says of others' work, of what is known or of how the study was done ("we used"), not what this
+# paper found; and a sentence whose table or figure reference was cut out at ingestion ("Scores are presented in
+# and", "For the primary outcome, gives results").
 _NOT_THIS_PAPER_S = re.compile(r"\b(?:(?:is|are|was|were) (?:well )?known|known to|(?:has|have) (?:been|also been) "
-                               r"(?:shown|reported|described|proposed|suggested)|as has been|previously|recently|"
-                               r"hypothesi[sz]\w*|current model|other studies|it was possible to)\b", re.IGNORECASE)
+                               r"(?:shown|reported|described|proposed|suggested)|as has been|previous(?:ly)?|recently|"
+                               r"hypothesi[sz]\w*|current model|other (?:studies|authors|trials)|one study|et al|"
+                               r"it was possible to|we (?:expected|manipulated|(?:did )?appl(?:y|ied)|studied|used|"
+                               r"measured|chose))\b", re.IGNORECASE)
 _CUT_REFERENCE = re.compile(r"\b(?:in|see|shown in|presented in|summari[sz]ed in)(?: and)?\s*[.,;:]?$|"
-                            r"^(?:summari[sz]es|shows|presents|lists|gives|depicts|illustrates)\b|^As shown in,")
+                            r"(?:^|, )(?:summari[sz]es|shows|presents|lists|gives|depicts|illustrates)\b|^[a-z]+s |^As shown in,")
 
 
 @component
