@@ -8,6 +8,8 @@ from importlib import resources
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
+from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
+from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import paper_ids
 
@@ -52,6 +54,21 @@ _PART_START = re.compile(r"(?:^|\s)(?:\d[).]|also,?|and separately:?|two questio
 _JOINED_QUESTION = re.compile(r",? and (?=(?:how|what|why|which|where|when|who|is it|are they|was it|were they|did it|"
                               r"does it|do they|should|can it)\b)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
+# The model layer: what it is asked, and the JSON it must answer in (pipelines/rag_routed_llm.yml gives the model
+# server this schema, which holds the reply to it).
+LLM_KIND_PROMPT = """A researcher asks a question of a search engine over medical papers. Say which kind it is:
+single: asks for one finding ("Does X reduce Y?", "What is the effect of X?")
+summarise: asks for a summary of one paper it names by id or title ("Summarise PMC123", "What did the FIELT trial find?")
+compare: compares two or more named things ("X or Y for Z?", "How does X differ from Y?")
+several: asks two or more separate questions
+overview: asks what is known about a topic across papers ("What is known about X?")
+multi_step: asks about something a first answer will name, in other papers ("Which drug did the X trial test, and what \
+do other papers say about it?")
+
+Question: "{question}"
+Answer in JSON: {{"kind": "..."}}"""
+LLM_KIND_SCHEMA = {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string", "enum": [
+    "single", "summarise", "compare", "several", "overview", "multi_step"]}}}
 _FOLLOW_UP = re.compile(r" \(follow-up to: .*\)$", re.DOTALL)
 
 
@@ -71,7 +88,10 @@ class QuestionRouter:
     2. Similarity to labelled exemplars: when no rule matches, the question's embedding (the query embedder's,
        so it costs no model call) is compared with labelled questions; if most of its `k` nearest share a kind
        (similarity-weighted share at least `min_share`), that is the kind.
-    3. Otherwise the question takes the default path, `single`: a plain search answers any question, so an unsure
+    3. With a `chat_generator` (off in the shipped YAML): the model is asked, only when neither layer decided, to
+       name the kind, in JSON (`LLM_KIND_SCHEMA`, which the generator's `response_format` should hold it to). Its choice stands only if the question has what that route needs
+       (two subjects for a comparison, ...); a failed or unreadable reply is no choice.
+    4. Otherwise the question takes the default path, `single`: a plain search answers any question, so an unsure
        router costs an answer its shape, never the answer.
 
     A route left out of `routes` is never chosen (its questions take the `single` path): that is how a pipeline
@@ -98,7 +118,8 @@ class QuestionRouter:
     """
 
     def __init__(self, *, routes: list[str] | None = None, exemplars: str | None = None, k: int = 5,
-                 min_share: float = 0.7, model: str = "sentence-transformers/all-MiniLM-L6-v2"):
+                 min_share: float = 0.7, model: str = "sentence-transformers/all-MiniLM-L6-v2",
+                 chat_generator: Any = None):
         """
         :param routes: The routes that may be chosen, besides `single` (always there); None: all of them.
         :param exemplars: A JSON file of labelled questions (`{"questions": [{"question", "kind", "set"}]}`); rows
@@ -108,6 +129,8 @@ class QuestionRouter:
         :param min_share: The similarity-weighted share of the `k` nearest that must agree on a kind.
         :param model: The embedding model the exemplars are embedded with: the query embedder's, since the
             question's embedding comes from it.
+        :param chat_generator: A chat generator asked for the kind when neither rules nor exemplars decide (see
+            `pipelines/rag_routed_llm.yml`); None: no such layer.
         """
         unknown = sorted(set(routes or ()) - set(ROUTES))
         if unknown:
@@ -117,19 +140,28 @@ class QuestionRouter:
         self.k = k
         self.min_share = min_share
         self.model = model
+        self.chat_generator = chat_generator
         self._vectors: Any = None
         self._kinds: list[str] = []
         self._texts: list[str] = []
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, routes=self.routes, exemplars=self.exemplars, k=self.k,
-                               min_share=self.min_share, model=self.model)
+                               min_share=self.min_share, model=self.model,
+                               chat_generator=component_to_dict(self.chat_generator, "chat_generator")
+                               if self.chat_generator is not None else None)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QuestionRouter:
+        generator = data.get("init_parameters", {}).get("chat_generator")
+        if generator:
+            data = {**data, "init_parameters": {**data["init_parameters"], "chat_generator": component_from_dict(
+                import_class_by_name(generator["type"]), generator, "chat_generator")}}
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
+        if self.chat_generator is not None and hasattr(self.chat_generator, "warm_up"):
+            self.chat_generator.warm_up()
         if self._vectors is not None or self.exemplars == "":
             return
         import numpy as np
@@ -194,9 +226,23 @@ class QuestionRouter:
             route, layer = self._nearest(query_embedding, question if leave_out else None)
             if not _can_take(route, question):
                 route, layer = "single", "default, exemplars overruled"
+            if layer.startswith("default") and self.chat_generator is not None:
+                asked = self._asked(question)
+                if asked is not None:
+                    route, layer = (asked, "llm") if _can_take(asked, question) else ("single", "default, llm overruled")
         if route != "single" and route not in self.routes:
             route, layer = "single", f"{layer}, route off"
         return route, layer, paper
+
+    def _asked(self, question: str) -> str | None:
+        """The kind the chat generator names for the question; None when it fails or names none."""
+        messages = [ChatMessage.from_user(LLM_KIND_PROMPT.format(question=" ".join(question.split())[:1000]))]
+        try:
+            replies = self.chat_generator.run(messages=messages)["replies"]
+            kind = json.loads(replies[0].text or "")["kind"]
+        except Exception:  # noqa: BLE001 - a model that is down or writes no JSON leaves the question to `single`
+            return None
+        return kind if kind in ROUTES else None
 
     def _rule(self, question: str) -> tuple[str | None, str, str | None]:
         text = " ".join(question.split())

@@ -17,9 +17,14 @@ from pmc_rag.components.citations import content_words
 from pmc_rag.components.question_router import ROUTES, QuestionRouter, labelled_route_questions
 
 
-def run_routes(progress: bool = True, path: str | None = None) -> dict[str, Any]:
+def run_routes(progress: bool = True, path: str | None = None, router_pipeline: str | None = None,
+               model_questions: int = 100) -> dict[str, Any]:
     """Every labelled question through the router; counts per set, kind and check, the confusion of the
-    layered router, the questions it got wrong, and its time per question."""
+    layered router, the questions it got wrong, and its time per question.
+
+    With `router_pipeline` (a pipeline whose `router` has a `chat_generator`, e.g. rag_routed_llm), a third check
+    adds its model layer (the pipeline's local model server is started), and the first `model_questions` PubMedQA
+    questions go through it too."""
     from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
     from pmc_rag.environment import configure_environment
 
@@ -28,6 +33,7 @@ def run_routes(progress: bool = True, path: str | None = None) -> dict[str, Any]
     router = QuestionRouter(exemplars=path)
     router.warm_up()
     rules_only = QuestionRouter(exemplars="")
+    with_model = _router_of(router_pipeline, path) if router_pipeline else None
     embedder = OnnxTextEmbedder(normalize_embeddings=True)
     embedder.warm_up()
     counts: dict[str, dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(
@@ -43,7 +49,13 @@ def run_routes(progress: bool = True, path: str | None = None) -> dict[str, Any]
         times_ms.append((time.perf_counter() - started) * 1000)
         layers[layer] += 1
         by_rules, _, _ = rules_only.decide(row["question"])
-        for check, decided in (("rules", by_rules), ("rules + exemplars", route)):
+        checks = [("rules", by_rules), ("rules + exemplars", route)]
+        if with_model is not None:
+            by_model, model_layer, _ = with_model.decide(row["question"], embedding,
+                                                         leave_out=row["set"] != "held_aside")
+            checks.append(("rules + exemplars + model", by_model))
+            layers[f"model check: {model_layer}"] += 1
+        for check, decided in checks:
             tally = counts[row["set"]][check][row["kind"]]
             tally[0] += decided == row["kind"]
             tally[1] += 1
@@ -55,6 +67,8 @@ def run_routes(progress: bool = True, path: str | None = None) -> dict[str, Any]
             print(f"  {number}/{len(questions)} questions", flush=True)
     times_ms.sort()
     single_findings = _pubmedqa_routes(router, embedder)
+    if with_model is not None:
+        single_findings["with_model"] = _pubmedqa_routes(with_model, embedder, model_questions)
     return {"single_findings": single_findings, "counts": {s: {c: {k: {"right": t[0], "of": t[1]} for k, t in kinds.items()}
                            for c, kinds in checks.items()} for s, checks in counts.items()},
             "confusion": {s: {k: dict(v) for k, v in kinds.items()} for s, kinds in confusion.items()},
@@ -63,13 +77,32 @@ def run_routes(progress: bool = True, path: str | None = None) -> dict[str, Any]
                         "max": times_ms[-1]}}
 
 
-def _pubmedqa_routes(router: QuestionRouter, embedder: Any) -> dict[str, Any]:
+def _router_of(pipeline_name: str, path: str | None) -> QuestionRouter:
+    """The `router` of an answering pipeline, warmed up with its local model server started (and its database:
+    the pipeline's other components need it to start)."""
+    from pmc_rag.database import ensure_database
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    ensure_database()
+    pipeline = load_declared_pipeline(pipeline_name)
+    pipeline.warm_up()
+    router = pipeline.pipeline.get_component("router")
+    if getattr(router, "chat_generator", None) is None:
+        raise ValueError(f"{pipeline_name}: its router has no chat_generator (see pipelines/rag_routed_llm.yml)")
+    if path:
+        router.exemplars = path
+        router._vectors = None
+        router.warm_up()
+    return router
+
+
+def _pubmedqa_routes(router: QuestionRouter, embedder: Any, limit: int | None = None) -> dict[str, Any]:
     """The PubMedQA dev questions through the router: every one asks for one finding, yes or no, so each sent to
     another route is a question the router misreads (not labelled by us, and never an exemplar)."""
     from pmc_rag.evaluation.questions import load_questions
     from pmc_rag.paths import DEV_QUESTIONS
 
-    questions = load_questions(DEV_QUESTIONS)
+    questions = load_questions(DEV_QUESTIONS)[:limit]
     elsewhere = []
     for question in questions:
         route, layer, _ = router.decide(question.question, embedder.run(text=question.question)["embedding"])
@@ -100,6 +133,12 @@ def routes_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"PubMedQA dev questions (each asks for one finding): {single['questions'] - len(elsewhere)} of "
                       f"{single['questions']} take the single path; {len(elsewhere)} another:"]
         lines += [f"- {item['route']} ({item['layer']}): {item['question']!r}" for item in elsewhere]
+        model = single.get("with_model")
+        if model:
+            lines += ["", f"With the model layer, the first {model['questions']} of them: "
+                          f"{model['questions'] - len(model['elsewhere'])} take the single path; "
+                          f"{len(model['elsewhere'])} another:"]
+            lines += [f"- {item['route']} ({item['layer']}): {item['question']!r}" for item in model["elsewhere"]]
     return "\n".join(lines)
 
 

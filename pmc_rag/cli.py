@@ -137,6 +137,9 @@ def _parser() -> argparse.ArgumentParser:
                                "route_questions.json): accuracy per kind, dev and held-aside sets; no database. "
                                "With --pipelines: answers --limit questions of each kind (default 8) with each "
                                "pipeline and reports per kind (papers cited, the named paper, subjects, time)")
+    evaluate.add_argument("--router-pipeline", default=None, metavar="YAML",
+                          help="with --routes: also measure the router of this pipeline with its model layer "
+                               "(rag_routed_llm), and it on the first 100 PubMedQA questions")
     evaluate.add_argument("--kinds", nargs="+", default=None, metavar="KIND",
                           help="with --routes --pipelines: only these kinds of question (single, summarise, compare, "
                                "several, overview, multi_step)")
@@ -419,7 +422,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.routes:
         from pmc_rag.evaluation.routes import routes_markdown, run_routes
 
-        report = run_routes(progress=not args.no_progress, path=None if args.routes == "default" else args.routes)
+        report = run_routes(progress=not args.no_progress, path=None if args.routes == "default" else args.routes,
+                            router_pipeline=args.router_pipeline)
         return _write_side_report(args, "routes", report, routes_markdown(report))
     print(f"Database: {ensure_database().description}", file=sys.stderr)
     judge = None

@@ -858,3 +858,55 @@ def test_a_method_is_looked_up_only_when_the_question_asks_for_one():
         documents=scale, question="Which questionnaire did the trial use, and where else has it been used?",
         follow_up="where else has it been used?")
     assert instrument["looked_up"] == ["PHQ-9"]
+
+
+class FakeKindGenerator:
+    """A fake chat generator (the real one, the local model server, is exercised by `pmc-rag eval --routes
+    --router-pipeline rag_routed_llm`): it replies with a fixed text, or fails, and records what it was asked."""
+
+    def __init__(self, reply: str | None):
+        self.reply, self.asked = reply, []
+
+    def run(self, messages, **kwargs):
+        from haystack.dataclasses import ChatMessage
+
+        self.asked.append((messages[0].text, kwargs))
+        if self.reply is None:
+            raise ConnectionError("model server not reachable")
+        return {"replies": [ChatMessage.from_assistant(self.reply)]}
+
+
+def test_the_model_layer_is_asked_only_when_rules_and_exemplars_are_unsure_and_must_fit_the_question():
+    asked = FakeKindGenerator('{"kind": "overview"}')
+    router = QuestionRouter(exemplars="", chat_generator=asked)
+    assert router.decide("Obesity and asthma in children")[:2] == ("overview", "llm")
+    assert "Obesity and asthma in children" in asked.asked[0][0]
+    assert router.decide("Summarise PMC4816447")[:2] == ("summarise", "rule") and len(asked.asked) == 1  # not asked
+    # A kind the question cannot take (a yes/no question is no overview), a failure or a non-answer: single.
+    assert router.decide("Does obesity worsen asthma in children?")[:2] == ("single", "default, llm overruled")
+    for reply in (None, "overview, I think", '{"kind": "essay"}'):
+        assert QuestionRouter(exemplars="", chat_generator=FakeKindGenerator(reply)).decide(
+            "Obesity and asthma in children")[:2] == ("single", "default")
+
+
+def test_the_router_with_a_model_layer_round_trips():
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.utils import Secret
+
+    generator = OpenAIChatGenerator(model="qwen2.5-0.5b-instruct", api_base_url="http://127.0.0.1:1417/v1",
+                                    api_key=Secret.from_env_var("PMC_RAG_LLM_API_KEY", strict=False))
+    data = QuestionRouter(exemplars="", chat_generator=generator).to_dict()
+    assert data["init_parameters"]["chat_generator"]["init_parameters"]["model"] == "qwen2.5-0.5b-instruct"
+    assert QuestionRouter.from_dict(data).to_dict() == data
+    assert QuestionRouter.from_dict(QuestionRouter(exemplars="").to_dict()).chat_generator is None
+
+
+def test_the_model_layer_s_yaml_holds_the_reply_to_the_router_s_kinds():
+    from pmc_rag.components.question_router import LLM_KIND_SCHEMA, ROUTES
+    from pmc_rag.pipeline_files import resolve_pipeline_spec
+    from pmc_rag.paths import PIPELINES_DIR
+
+    spec = resolve_pipeline_spec(PIPELINES_DIR / "rag_routed_llm.yml")
+    generator = spec["components"]["router"]["init_parameters"]["chat_generator"]["init_parameters"]
+    assert generator["generation_kwargs"]["response_format"]["json_schema"]["schema"] == LLM_KIND_SCHEMA
+    assert LLM_KIND_SCHEMA["properties"]["kind"]["enum"] == list(ROUTES)
