@@ -251,9 +251,10 @@ class CitedAnswerBuilder:
                          and content_words(w) <= topic]
                 notes.append(f"What {len(more)} more paper(s) found on '{' '.join(named)}' is quoted, so that "
                              "the overview does not rest on one paper.")
+        shown = {c["text"] for c in claims}
         key_quoted = [] if not claims else [
             {"text": d.content, "cited": [canonical_id(d.meta.get(self.source_id_field) or d.id)], "attached": [],
-             "support": 1.0, "passage": d} for d in key_findings or [] if d.content not in {c["text"] for c in claims}]
+             "support": 1.0, "passage": d} for d in key_findings or [] if d.content not in shown]
         claims = claims + key_quoted
         for quoted in key_quoted:  # a paper the model's sentences do not cite (none in practice: it is the one read)
             by_id.setdefault(quoted["cited"][0], [quoted["passage"]])

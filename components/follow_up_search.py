@@ -153,7 +153,8 @@ class FollowUpSearch:
             asked |= content_words(name)
             # The name alone is searched: with the follow-up's words ("other papers report"), other subjects won.
             other_papers = {"operator": "AND", "conditions": [
-                {"field": "meta.source_id", "operator": "not in", "value": sorted(papers)}, *([filters] if filters else [])]}
+                {"field": "meta.source_id", "operator": "not in", "value": sorted(papers)},
+                *([filters] if filters else [])]}
             results = self.retriever.run(query=name, filters=other_papers, top_k=self.per_search)["documents"]
             # a figure caption is not what a paper reports (issue 32)
             new = [d for d in results if is_readable_evidence(d)

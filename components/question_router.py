@@ -12,6 +12,7 @@ from haystack.core.serialization import component_from_dict, component_to_dict, 
 from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import paper_ids
+from pmc_rag.serving.conversation import is_follow_up
 
 ROUTES = ("single", "summarise", "compare", "several", "overview", "multi_step")
 
@@ -38,9 +39,11 @@ _COMPARE = re.compile(
 # "A or B ... which", "which works better ... : A, B or C"
 _WHICH_OF = re.compile(r"\bwhich\b[^?]*\b(?:better|more|best|worse)\b|\b(?:better|best)\b[^?]*\bor\b",
                        re.IGNORECASE)
+# The verbs a yes/no question opens with, besides "is", "are" and "should" ("Is A or B better?" is a choice).
+_AUXILIARY = r"does|do|did|can|could|will|would|has|have|had|was|were|may|might"
 # "Insulin or metformin in diabetes - what does the evidence say?": a question that opens with a choice. Not a
 # yes/no question about two factors ("Does either obesity or OSA severity influence ...?"): that asks one thing.
-_CHOICE = re.compile(r"^\s*(?!(?:does|do|did|can|could|will|would|has|have|had|was|were|may|might)\b|(?:is|are)\s+either\b)"
+_CHOICE = re.compile(rf"^\s*(?!(?:{_AUXILIARY})\b|(?:is|are)\s+either\b)"
                      r"(?:(?:is|are|should (?:i|we) (?:use|give|choose|prefer))\s+)?(?!either\b)"
                      r"[\w-]+(?:\s[\w-]+){0,2}\s+or\s+[\w-]+", re.IGNORECASE)
 # The first results name something that a second search must look up.
@@ -58,7 +61,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 # server this schema, which holds the reply to it).
 LLM_KIND_PROMPT = """A researcher asks a question of a search engine over medical papers. Say which kind it is:
 single: asks for one finding ("Does X reduce Y?", "What is the effect of X?")
-summarise: asks for a summary of one paper it names by id or title ("Summarise PMC123", "What did the FIELT trial find?")
+summarise: asks for a summary of one paper it names by id or title ("Summarise PMC123", "What did the FIELT trial \
+find?")
 compare: compares two or more named things ("X or Y for Z?", "How does X differ from Y?")
 several: asks two or more separate questions
 overview: asks what is known about a topic across papers ("What is known about X?")
@@ -67,9 +71,8 @@ do other papers say about it?")
 
 Question: "{question}"
 Answer in JSON: {{"kind": "..."}}"""
-LLM_KIND_SCHEMA = {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string", "enum": [
-    "single", "summarise", "compare", "several", "overview", "multi_step"]}}}
-_FOLLOW_UP = re.compile(r" \(follow-up to: .*\)$", re.DOTALL)
+LLM_KIND_SCHEMA = {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string",
+                                                                                   "enum": list(ROUTES)}}}
 
 
 @component
@@ -89,8 +92,9 @@ class QuestionRouter:
        so it costs no model call) is compared with labelled questions; if most of its `k` nearest share a kind
        (similarity-weighted share at least `min_share`), that is the kind.
     3. With a `chat_generator` (off in the shipped YAML): the model is asked, only when neither layer decided, to
-       name the kind, in JSON (`LLM_KIND_SCHEMA`, which the generator's `response_format` should hold it to). Its choice stands only if the question has what that route needs
-       (two subjects for a comparison, ...); a failed or unreadable reply is no choice.
+       name the kind, in JSON (`LLM_KIND_SCHEMA`, which the generator's `response_format` should hold it to). Its
+       choice stands only if the question has what that route needs (two subjects for a comparison, ...); a failed
+       or unreadable reply is no choice.
     4. Otherwise the question takes the default path, `single`: a plain search answers any question, so an unsure
        router costs an answer its shape, never the answer.
 
@@ -216,7 +220,7 @@ class QuestionRouter:
                ) -> tuple[str, str, str | None]:
         """(route, layer, the named paper's id or None). `leave_out`: an exemplar with the question's own text
         does not vote (for measuring the router on the questions its exemplars come from)."""
-        if _FOLLOW_UP.search(question):
+        if is_follow_up(question):
             # The server sends a follow-up in a conversation as "<question> (follow-up to: <topic>)"
             # (pmc_rag/serving/conversation.py) and answers it from the topic's papers, by the single path: the two
             # question marks are not two questions, and another route's searches would leave those papers.
@@ -229,7 +233,8 @@ class QuestionRouter:
             if layer.startswith("default") and self.chat_generator is not None:
                 asked = self._asked(question)
                 if asked is not None:
-                    route, layer = (asked, "llm") if _can_take(asked, question) else ("single", "default, llm overruled")
+                    route, layer = (asked, "llm") if _can_take(asked, question) else \
+                        ("single", "default, llm overruled")
         if route != "single" and route not in self.routes:
             route, layer = "single", f"{layer}, route off"
         return route, layer, paper
@@ -285,8 +290,7 @@ class QuestionRouter:
 
 # "Does oral a-galactosidase relieve irritable bowel symptoms?": a question that opens with a verb asks for one
 # finding (yes or no), whatever questions it resembles.
-_YES_NO = re.compile(r"^\s*(?:does|do|did|is|are|was|were|can|could|will|would|should|has|have|had|may|might)\b",
-                     re.IGNORECASE)
+_YES_NO = re.compile(rf"^\s*(?:{_AUXILIARY}|is|are|should)\b", re.IGNORECASE)
 
 
 def _can_take(route: str, question: str) -> bool:

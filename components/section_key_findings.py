@@ -15,8 +15,8 @@ _SECTION_ORDER = (re.compile(r"^(?:conclusions?|summary)\b", re.I), re.compile(r
                   re.compile(r"^discussion\b", re.I))
 _NUMBER = re.compile(r"\d")
 # The paper's own result ("we found", "our data show", "this meta-analysis suggests") before anything else.
-_OWN_RESULT = re.compile(r"\b(?:we (?:found|show\w*|observed|demonstrat\w*|identified)|(?:our|th(?:is|e present)) (?:study|"
-                         r"trial|results|data|findings|analysis|meta-analysis|review|estimates) (?:\w+ )?(?:shows?|"
+_OWN_RESULT = re.compile(r"\b(?:we (?:found|show\w*|observed|demonstrat\w*|identified)|(?:our|th(?:is|e present)) "
+                         r"(?:study|trial|results|data|findings|analysis|meta-analysis|review|estimates) (?:\w+ )?(?:shows?|"
                          r"suggests?|found|demonstrated?s?|indicates?|confirms?))\b", re.IGNORECASE)
 # What a discussion says of others' work, of what is known or of how the study was done ("we used"), not what this
 # paper found; and a sentence whose table or figure reference was cut out at ingestion ("Scores are presented in
@@ -27,7 +27,8 @@ _NOT_THIS_PAPER_S = re.compile(r"\b(?:(?:is|are|was|were) (?:well )?known|known 
                                r"it was possible to|we (?:expected|manipulated|(?:did )?appl(?:y|ied)|studied|used|"
                                r"measured|chose))\b", re.IGNORECASE)
 _CUT_REFERENCE = re.compile(r"\b(?:in|see|shown in|presented in|summari[sz]ed in)(?: and)?\s*[.,;:]?$|"
-                            r"(?:^|, )(?:summari[sz]es|shows|presents|lists|gives|depicts|illustrates)\b|^[a-z]+s |^As shown in,")
+                            r"(?:^|, )(?:summari[sz]es|shows|presents|lists|gives|depicts|illustrates)\b|"
+                            r"^[a-z]+s |^As shown in,")
 
 
 @component
@@ -40,8 +41,9 @@ class SectionKeyFindings:
 
     A section's key finding is a sentence that states a result (not an aim, a method, a caption, what is known or
     what others found, or a sentence whose table reference was cut out): one that says it is the paper's own
-    ("we found", "this meta-analysis suggests") first, then one with a figure in it, else the earliest. A conclusion, a result and a discussion section come first
-    (in that order), then a second of each, and so on, at most `max_sections`. Sections the model read in part are skipped: it has seen their first passage.
+    ("we found", "this meta-analysis suggests") first, then one with a figure in it, else the earliest. A
+    conclusion, a result and a discussion section come first (in that order), then a second of each, and so on, at
+    most `max_sections`. Sections the model read in part are skipped: it has seen their first passage.
 
     Usage:
     ```python

@@ -69,7 +69,8 @@ def run_routes(progress: bool = True, path: str | None = None, router_pipeline: 
     single_findings = _pubmedqa_routes(router, embedder)
     if with_model is not None:
         single_findings["with_model"] = _pubmedqa_routes(with_model, embedder, model_questions)
-    return {"single_findings": single_findings, "counts": {s: {c: {k: {"right": t[0], "of": t[1]} for k, t in kinds.items()}
+    return {"single_findings": single_findings,
+            "counts": {s: {c: {k: {"right": t[0], "of": t[1]} for k, t in kinds.items()}
                            for c, kinds in checks.items()} for s, checks in counts.items()},
             "confusion": {s: {k: dict(v) for k, v in kinds.items()} for s, kinds in confusion.items()},
             "layers": dict(layers), "wrong": wrong,
@@ -89,9 +90,9 @@ def _router_of(pipeline_name: str, path: str | None) -> QuestionRouter:
     router = pipeline.pipeline.get_component("router")
     if getattr(router, "chat_generator", None) is None:
         raise ValueError(f"{pipeline_name}: its router has no chat_generator (see pipelines/rag_routed_llm.yml)")
-    if path:
-        router.exemplars = path
-        router._vectors = None
+    if path:  # the labelled questions measured are also the exemplars that vote
+        router = QuestionRouter.from_dict({**router.to_dict(), "init_parameters": {
+            **router.to_dict()["init_parameters"], "exemplars": path}})
         router.warm_up()
     return router
 

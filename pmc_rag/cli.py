@@ -89,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="answer a question with citations")
     ask.add_argument("question", help="the question, in plain language (quote it)")
-    ask.add_argument("--pipeline", default=DEFAULT_ANSWER_PIPELINE, help="answering pipeline YAML (default: %(default)s)")
+    ask.add_argument("--pipeline", default=DEFAULT_ANSWER_PIPELINE,
+                     help="answering pipeline YAML (default: %(default)s)")
     ask.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
     ask.set_defaults(handler=_ask)
 
