@@ -148,3 +148,17 @@ def test_model_list_names_every_embedded_model_and_install_refuses_an_unknown_on
     assert unknown.returncode == 1 and "no embedded model is called 'gpt-9'" in unknown.stderr
     unnamed = pmc_rag("model", "install")
     assert unnamed.returncode != 0 and "name the model to install" in unnamed.stderr
+
+
+def test_pmc_rag_ask_and_the_served_rag_endpoint_answer_with_the_same_pipeline():
+    """The CLI's default and hayhooks.yml's `rag` endpoint (REST, chat, MCP, the page) must not drift apart: the
+    same question would get another route, and another answer, depending on where it was asked."""
+    import yaml
+
+    from pmc_rag.cli import _parser
+    from pmc_rag.paths import DEFAULT_ANSWER_PIPELINE, PIPELINES_DIR, PROJECT_ROOT
+
+    endpoints = yaml.safe_load((PROJECT_ROOT / "hayhooks.yml").read_text())["endpoints"]
+    served = next(e for e in endpoints if e["name"] == "rag")["pipeline"]
+    assert (PROJECT_ROOT / served).resolve() == (PIPELINES_DIR / f"{DEFAULT_ANSWER_PIPELINE}.yml").resolve()
+    assert _parser().parse_args(["ask", "Does aspirin prevent stroke?"]).pipeline == DEFAULT_ANSWER_PIPELINE
