@@ -11,6 +11,7 @@
     pmc-rag bench keyword         BM25 latency (p50/p95) and hits at the corpus's size and at 100k chunks
     pmc-rag bench scale           retrieval at 10k/100k/1M synthetic chunks: stages' p50/p95, exactness, recall
     pmc-rag bench llm             embedded model: portable settings' cost, in process vs. the model server
+    pmc-rag bench devices         embedding chunks/s per device, precision and batch size [--export DIR]
 """
 
 from __future__ import annotations
@@ -206,6 +207,14 @@ def _parser() -> argparse.ArgumentParser:
     bench_llm.add_argument("--paths", nargs="+", choices=["repack", "no-repack", "server"], default=None,
                            help="time only these paths (default: all three)")
     bench_llm.set_defaults(handler=_bench_llm)
+    bench_devices = bench_commands.add_parser("devices", help="embedding chunks/s per device (CPU, GPU), precision "
+                                                              "and batch size, with agreement against float32")
+    bench_devices.add_argument("--export", type=Path, default=None, metavar="DIR",
+                               help="only write the sample chunks' texts and the model to DIR, to run "
+                                    "evaluation/bench_embedding_devices.py DIR on another machine")
+    bench_devices.add_argument("--runs", type=int, default=3, help="timed passes per row (default: %(default)s)")
+    bench_devices.add_argument("--limit", type=int, default=None, help="embed only the first N chunks")
+    bench_devices.set_defaults(handler=_bench_devices)
     return parser
 
 
@@ -619,6 +628,34 @@ def _bench_llm(args: argparse.Namespace) -> int:
 
     return run_benchmark(runs=args.runs, question=args.question or README_QUESTION, max_tokens=args.max_tokens,
                          paths=args.paths)
+
+
+def _bench_devices(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from pmc_rag.evaluation.bench_embedding_devices import run_benchmark, write_export
+    from pmc_rag.evaluation.bench_ingest import chunk_files
+    from pmc_rag.ingestion.sources import expand_paths
+    from pmc_rag.paths import SAMPLE_CORPUS_DIR
+    from pmc_rag.pipelines import load_pipeline
+
+    indexing = load_pipeline("indexing")
+    embedder = indexing.get_component("embedder")
+    files, _ = expand_paths([str(SAMPLE_CORPUS_DIR)])
+    chunks = chunk_files(indexing.get_component("chunker"), files)
+    # The text the indexing embedder embeds: its meta fields, then the chunk, one per line.
+    fields = getattr(embedder, "meta_fields_to_embed", None) or []
+    texts = ["\n".join([str(c.meta[f]) for f in fields if c.meta.get(f) is not None] + [c.content or ""])
+             for c in chunks]
+    if args.export:
+        write_export(texts, embedder.model, args.export)
+        print(f"Wrote {len(texts)} chunks' texts and {embedder.model} (float16) to {args.export}; there, run "
+              f"python evaluation/bench_embedding_devices.py {args.export}")
+        return 0
+    with tempfile.TemporaryDirectory() as folder:
+        write_export(texts, embedder.model, Path(folder))
+        run_benchmark(Path(folder), runs=args.runs, limit=args.limit)
+    return 0
 
 
 def _writer(pipeline):

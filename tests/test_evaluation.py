@@ -394,3 +394,28 @@ def test_what_a_reader_is_shown_is_judged_by_the_gold_label_and_the_gold_finding
     summary = summarise_trust([{"trust": restated}, {"trust": uncited_verdict}, {"trust": quoted}])
     assert summary["wrong_verdicts_shown"] == 1 and summary["uncited_sentences_shown"] == 2
     assert summary["quotation_answers_quoting_gold_findings"] == 1 and summary["quotation_share"] == 1 / 3
+
+
+def test_the_device_benchmark_runs_from_its_export_alone_and_measures_agreement_with_float32(tmp_path, capsys):
+    # The export is what travels to a machine with a GPU: texts and a float16 copy of the model, nothing of pmc_rag.
+    from pmc_rag.evaluation.bench_embedding_devices import main, read_texts, write_export
+
+    texts = ["Erlotinib in EGFR-mutant lung cancer", "Methods\nPatients were randomised.", "Results\nNo change."]
+    write_export(texts, "sentence-transformers/all-MiniLM-L6-v2", tmp_path)
+    assert read_texts(tmp_path) == texts
+    assert (tmp_path / "model" / "model.safetensors").stat().st_size < 60 * 2**20   # float16: it fits the trip
+
+    assert main([str(tmp_path), "--runs", "1", "--cpu-batches", "2", "--json", str(tmp_path / "rows.json")]) == 0
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    cpu = [r for r in rows if r["device"] == "cpu"]
+    assert [(r["dtype"], r["batch_size"]) for r in cpu] == [("float32", 2), ("bfloat16", 2)]
+    assert cpu[0]["min_cosine"] == pytest.approx(1.0, abs=1e-6)        # the reference row agrees with itself
+    assert 0.99 < cpu[1]["min_cosine"] < 1.0 + 1e-6 and all(r["chunks_per_s"] > 0 for r in rows)
+    assert "| cpu | bfloat16 | 2 |" in capsys.readouterr().out
+
+
+def test_the_device_benchmark_names_the_export_command_when_its_folder_is_empty(tmp_path, capsys):
+    from pmc_rag.evaluation.bench_embedding_devices import main
+
+    assert main([str(tmp_path)]) == 2
+    assert "pmc-rag bench devices --export" in capsys.readouterr().err
