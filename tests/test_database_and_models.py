@@ -124,6 +124,30 @@ def test_gguf_assembly_verifies_its_checksum(tmp_path, monkeypatch):
     assert not Path(tmp_path / "models" / "bad.gguf").exists()
 
 
+def test_two_processes_assembling_one_model_at_once_both_get_the_verified_file(tmp_path):
+    # Two test workers, or setup beside a test run, may both find the model missing and build it.
+    package = tmp_path / "big_fake_parts"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    parts = [os.urandom(8 << 20) for _ in range(3)]   # large enough that the two writes overlap
+    for number, part in enumerate(parts):
+        (package / f"{number}.bin").write_bytes(part)
+    content = b"".join(parts)
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from pmc_rag import models\n"
+        "models.EMBEDDED_LLMS['big'] = models.GgufModel('big.gguf', tuple(('big_fake_parts', f'{n}.bin') "
+        f"for n in range(3)), {len(content)}, '{hashlib.sha256(content).hexdigest()}', 'test model')\n"
+        "print(models.assemble_llm('big'))\n")
+    env = {**os.environ, "PMC_RAG_HOME": str(tmp_path / "home")}
+    builders = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outcomes = [builder.communicate(timeout=120) for builder in builders]
+    assert [builder.returncode for builder in builders] == [0, 0], outcomes
+    models_folder = tmp_path / "home" / "models"
+    assert (models_folder / "big.gguf").read_bytes() == content
+    assert sorted(path.name for path in models_folder.iterdir()) == ["big.gguf", "big.verified"]  # no partials
+
+
 def test_the_shipped_llm_is_assembled_and_verified():
     path = models.assemble_llm()
     assert path.stat().st_size == models.EMBEDDED_LLMS[models.DEFAULT_LLM].size
