@@ -15,8 +15,8 @@ from pmc_rag.environment import configure_environment
 
 configure_environment()
 
-from haystack_integrations.components.rankers.sentence_transformers.sentence_transformers_diversity import (  # noqa: E402
-    SentenceTransformersDiversityRanker,
+from haystack_integrations.components.rankers.sentence_transformers import (  # noqa: E402
+    sentence_transformers_diversity as stock_ranker,
 )
 
 from pmc_rag.components.stored_vector_diversity_ranker import StoredVectorDiversityRanker  # noqa: E402
@@ -32,7 +32,7 @@ for leg in ("semantic", "bm25"):
 questions = [q["QUESTION"] for q in list(json.loads(DEV_QUESTIONS.read_text()).values())[first:last]]
 settings = dict(model="sentence-transformers/all-MiniLM-L6-v2", top_k=5, lambda_threshold=0.9,
                 meta_fields_to_embed=["title", "section"])
-stock = SentenceTransformersDiversityRanker(strategy="maximum_margin_relevance", **settings)
+stock = stock_ranker.SentenceTransformersDiversityRanker(strategy="maximum_margin_relevance", **settings)
 stock.warm_up()
 stored = StoredVectorDiversityRanker(**settings)
 stored.warm_up()
