@@ -89,10 +89,12 @@ class StoredVectorDiversityRanker:
         self.warm_up()
         query_vector = self._encoder.encode([self.query_prefix + query + self.query_suffix])[0]
         size = len(query_vector)
-        missing = [i for i, d in enumerate(documents) if d.embedding is None or len(d.embedding) != size]
         vectors = np.zeros((len(documents), size), dtype=np.float32)
+        missing = []
         for i, document in enumerate(documents):
-            if i not in missing:
+            if document.embedding is None or len(document.embedding) != size:
+                missing.append(i)
+            else:
                 vectors[i] = document.embedding
         if missing:
             vectors[missing] = self._encoder.encode([self._text_to_embed(documents[i]) for i in missing])

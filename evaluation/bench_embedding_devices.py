@@ -104,7 +104,8 @@ def run_benchmark(folder: Path, runs: int = 3, limit: int | None = None, devices
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
         rates = []
-        for _ in range(cpu_runs or runs if device == "cpu" else runs):
+        passes = (cpu_runs or runs) if device == "cpu" else runs
+        for _ in range(passes):
             started = time.perf_counter()
             vectors = embed(model, batch)
             if device == "cuda":

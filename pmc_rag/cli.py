@@ -643,9 +643,10 @@ def _bench_devices(args: argparse.Namespace) -> int:
     embedder = indexing.get_component("embedder")
     files, _ = expand_paths([str(SAMPLE_CORPUS_DIR)])
     chunks = chunk_files(indexing.get_component("chunker"), files)
-    # The text the indexing embedder embeds: its meta fields, then the chunk, one per line.
+    # The text the indexing embedder embeds: its meta fields, then the chunk, joined by its separator.
     fields = getattr(embedder, "meta_fields_to_embed", None) or []
-    texts = ["\n".join([str(c.meta[f]) for f in fields if c.meta.get(f) is not None] + [c.content or ""])
+    separator = getattr(embedder, "embedding_separator", "\n")
+    texts = [separator.join([str(c.meta[f]) for f in fields if c.meta.get(f) is not None] + [c.content or ""])
              for c in chunks]
     if args.export:
         write_export(texts, embedder.model, args.export)
