@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pmc_rag.local_llm.server import physical_cores
 from pmc_rag.local_llm.supervisor import API_KEY_ENV, LocalModelServer, LocalModelSpec, api_key, local_model_server
 
 from conftest import PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for
@@ -119,6 +120,7 @@ def test_the_model_server_speaks_the_openai_chat_api_in_its_own_process():
     report = server.ensure_running()
     assert report["pid"] != os.getpid() and report["extra_buffer_types"] is False
     assert report["model"] == MODEL and report["system_info"].startswith("CPU :")
+    assert report["n_threads"] == physical_cores()  # generation uses every core, not llama-cpp-python's half
     client = OpenAI(base_url=TEST_LLM_URL, api_key=os.environ[API_KEY_ENV], max_retries=0)
     messages = [{"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": "What is aspirin?"}]
     reply = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=30, temperature=0)
@@ -136,6 +138,21 @@ def test_the_model_server_speaks_the_openai_chat_api_in_its_own_process():
     with pytest.raises(AuthenticationError):
         OpenAI(base_url=TEST_LLM_URL, api_key="wrong", max_retries=0).models.list()
     assert server.status()["state"] == "running"
+
+
+def test_the_model_generates_with_one_thread_per_physical_core(tmp_path):
+    def cpu(number: int, package: int, core: int) -> None:
+        topology = tmp_path / f"cpu{number}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "physical_package_id").write_text(f"{package}\n")
+        (topology / "core_id").write_text(f"{core}\n")
+
+    for number, (package, core) in enumerate([(0, 0), (0, 0), (0, 1), (0, 1), (1, 0), (1, 0)]):
+        cpu(number, package, core)   # two sockets; hyper-threads are pairs of CPUs on one core
+    assert physical_cores(range(6), sysfs=tmp_path) == 3
+    assert physical_cores([0, 1], sysfs=tmp_path) == 1    # a process pinned to one core's two hyper-threads
+    assert physical_cores([0, 2, 7], sysfs=tmp_path) == 3  # cpu7 has no topology: counted as a core of its own
+    assert physical_cores([], sysfs=tmp_path) == 1
 
 
 def test_kill_9_mid_answer_is_one_flagged_answer_and_the_next_comes_from_the_restarted_model(client):
