@@ -134,15 +134,17 @@ OLLAMA_GENERATOR = "OllamaChatGenerator"
 def with_local_model(name: str, port: int):
     """A spec edit: the embedded model `name` answers, from a model server of its own on `port` (so that a server
     the user runs is left alone). Ollama is taken out of a generator chain, so that it is this model that is
-    measured even where Ollama runs."""
+    measured even where Ollama runs. `name:weights` (`qwen2.5-0.5b-instruct:packaged`) also sets
+    `local_model.weights`; without it the pipeline's own setting stays."""
     url = f"http://127.0.0.1:{port}/v1"
+    name, _, weights = name.partition(":")
 
     def edit(spec: dict[str, Any]) -> None:
         local = spec.get("local_model")
         if not local:
             raise PipelineError(NO_LOCAL_MODEL)
         old_url = local["url"]
-        spec["local_model"] = {**local, "model": name, "url": url}
+        spec["local_model"] = {**local, "model": name, "url": url, **({"weights": weights} if weights else {})}
         spec["local_model"].pop("model_path", None)
 
         def repoint(node: Any) -> None:
@@ -193,7 +195,7 @@ def load_variant(name_or_path: str | Path, retrieval_only: bool, adversary: str 
     resolved = yaml.safe_dump(spec, sort_keys=False)
     name = path.stem + (f"+{adversary}" if adversary else "") + (f"@{local_model}" if local_model else "")
     variant = Variant(name, path, hashlib.sha256(resolved.encode()).hexdigest(),
-                      [local_model] if local_model else _models(spec), adversary=adversary)
+                      [local_model.partition(":")[0]] if local_model else _models(spec), adversary=adversary)
     edit = (without_generation if retrieval_only else with_adversary(adversary) if adversary
             else with_local_model(local_model, local_model_port or free_port()) if local_model else None)
     try:

@@ -110,10 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--limit", type=int, default=None, help="only the first N questions")
     evaluate.add_argument("--offset", type=int, default=0, metavar="N",
                           help="skip the first N questions (a held-aside slice: --offset 100 --limit 50)")
-    evaluate.add_argument("--local-models", nargs="+", default=None, metavar="NAME",
+    evaluate.add_argument("--local-models", nargs="+", default=None, metavar="NAME[:WEIGHTS]",
                           help="answer with each of these embedded models in turn (see `pmc-rag model list`), one "
                                "row per model: verdicts, what the claim check removed, first token, tokens/s, "
-                               "peak memory")
+                               "peak memory; `NAME:packaged`, `NAME:f16`, `NAME:q8_0` also set its weights")
     evaluate.add_argument("--retrieval-only", action="store_true", help="skip generation (answer pipelines rank only)")
     evaluate.add_argument("--judge-model", default=None, metavar="OLLAMA_MODEL",
                           help="score faithfulness with this Ollama model as judge (off by default; slow)")
@@ -323,7 +323,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _setup(args: argparse.Namespace) -> int:
     from pmc_rag.ingestion.runner import ingest
     from pmc_rag.database import ensure_database
-    from pmc_rag.models import DEFAULT_LLM, EMBEDDED_LLMS, assemble_llm, seed_embedding_model
+    from pmc_rag.models import (DEFAULT_LLM, EMBEDDED_LLMS, PACKAGED, ModelError, assemble_llm, reencoded_llm,
+                                seed_embedding_model)
     from pmc_rag.paths import SAMPLE_CORPUS_DIR
     from pmc_rag.pipelines import load_declared_pipeline, load_pipeline
 
@@ -331,6 +332,12 @@ def _setup(args: argparse.Namespace) -> int:
     declared = load_declared_pipeline(args.answer_pipeline).local_model
     name = declared.model if declared and not declared.model_path else DEFAULT_LLM  # the one the YAML names
     print(f"Embedded LLM ready ({EMBEDDED_LLMS[name].description}): checksum verified, {assemble_llm(name)}")
+    if declared and not declared.model_path and declared.weights != PACKAGED:
+        try:  # once, here, rather than at the first question
+            print(f"Its weights re-encoded as {declared.weights} (`local_model.weights`): "
+                  f"{reencoded_llm(name, declared.weights)}")
+        except ModelError as problem:
+            print(f"warning: {problem}; the packaged weights will answer", file=sys.stderr)
     _check_local_model(args.answer_pipeline)
     print(f"Database: {ensure_database().description}")
     pipeline = load_pipeline(args.pipeline)
@@ -456,12 +463,16 @@ def _eval(args: argparse.Namespace) -> int:
     from pmc_rag.evaluation.citation_quality import claim_judge
 
     if args.local_models:
-        from pmc_rag.models import EMBEDDED_LLMS, assemble_llm
+        from pmc_rag.models import EMBEDDED_LLMS, PACKAGED, REENCODINGS, reencoded_llm
 
-        for name in args.local_models:  # each must be there before an hour-long run starts
+        for choice in args.local_models:  # each must be there before an hour-long run starts
+            name, _, weights = choice.partition(":")
             if name not in EMBEDDED_LLMS:
-                raise ValueError(f"--local-models {name}: unknown; the models: {', '.join(EMBEDDED_LLMS)}")
-            assemble_llm(name)
+                raise ValueError(f"--local-models {choice}: unknown model; the models: {', '.join(EMBEDDED_LLMS)}")
+            if weights and weights not in (PACKAGED, *REENCODINGS):
+                raise ValueError(f"--local-models {choice}: unknown weights; choose {PACKAGED}, "
+                                 f"{', '.join(REENCODINGS)}")
+            reencoded_llm(name, weights or PACKAGED)
     if args.offset < 0:
         raise ValueError("--offset must be 0 or more")
     report = run_evaluation(args.pipelines or ([DEFAULT_ANSWER_PIPELINE] if args.local_models else None),

@@ -139,16 +139,24 @@ def free_port() -> int:
 TEST_LLM_URL = f"http://127.0.0.1:{free_port()}/v1"
 
 
+def rag_llm_spec():
+    """rag.yml's `local_model:` (model, weights), at the tests' address: the server the copied pipelines start."""
+    from pmc_rag.local_llm.supervisor import LocalModelSpec
+
+    section = yaml.safe_load((PROJECT_ROOT / "pipelines" / "rag.yml").read_text())["local_model"]
+    return LocalModelSpec.from_yaml({**section, "url": TEST_LLM_URL}, "pipelines/rag.yml")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def local_model_servers_stopped_at_the_end():
     """Stop the model servers the tests started, in this process or in `pmc-rag` subprocesses."""
     yield
-    from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server, started_servers
+    from pmc_rag.local_llm.supervisor import local_model_server, started_servers
 
     for server in started_servers():
         server.stop_watching()
         server.stop()
-    local_model_server(LocalModelSpec(model="qwen2.5-0.5b-instruct", url=TEST_LLM_URL)).stop()
+    local_model_server(rag_llm_spec()).stop()
 
 
 def pipeline_file_for(name: str, table_name: str, folder: Path) -> Path:

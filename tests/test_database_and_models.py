@@ -124,6 +124,53 @@ def test_gguf_assembly_verifies_its_checksum(tmp_path, monkeypatch):
     assert not Path(tmp_path / "models" / "bad.gguf").exists()
 
 
+def test_reencoded_weights_are_made_once_in_a_child_and_made_again_when_the_file_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path))
+    source = tmp_path / "models" / "tiny.gguf"
+    source.parent.mkdir()
+    source.write_bytes(b"GGUF-q4")
+    tiny = models.GgufModel("tiny.gguf", (), 7, hashlib.sha256(b"GGUF-q4").hexdigest(), "test model")
+    monkeypatch.setitem(models.EMBEDDED_LLMS, "tiny", tiny)
+    (tmp_path / "models" / "tiny.verified").write_text(models._fingerprint(source, tiny.sha256))
+    # Stand-ins for llama.cpp's quantize, run as it is: in a child process, with source, target and file type.
+    writes = "import sys; open(sys.argv[2], 'wb').write(open(sys.argv[1], 'rb').read() + b'-as-' + sys.argv[3].encode())"
+    crashes = "import os; os.abort()"
+
+    monkeypatch.setattr(models, "_REENCODE_SCRIPT", crashes)
+    with pytest.raises(models.ModelError, match="could not re-encode tiny.gguf as f16.*weights: packaged"):
+        models.reencoded_llm("tiny", "f16")
+    assert sorted(p.name for p in source.parent.iterdir()) == ["tiny.gguf", "tiny.verified"]  # no partial left
+    assert models.reencoded_file("tiny", "f16") is None
+
+    monkeypatch.setattr(models, "_REENCODE_SCRIPT", writes)
+    made = models.reencoded_llm("tiny", "f16")
+    assert made.name == "tiny.as-f16.gguf" and made.read_bytes() == b"GGUF-q4-as-1"   # llama.cpp's f16 type
+    assert models.reencoded_file("tiny", "f16") == made
+    monkeypatch.setattr(models, "_REENCODE_SCRIPT", crashes)
+    assert models.reencoded_llm("tiny", "f16") == made   # stamped: not made again
+    assert models.reencoded_llm("tiny", "packaged") == source
+
+    made.write_bytes(b"GGUF-damaged")   # changed since it was stamped
+    assert models.reencoded_file("tiny", "f16") is None
+    monkeypatch.setattr(models, "_REENCODE_SCRIPT", writes)
+    assert models.reencoded_llm("tiny", "q8_0").read_bytes() == b"GGUF-q4-as-7"
+    assert models.reencoded_llm("tiny", "f16").read_bytes() == b"GGUF-q4-as-1"
+    with pytest.raises(models.ModelError, match="weights 'q2': unknown"):
+        models.reencoded_llm("tiny", "q2")
+
+
+def test_local_model_weights_are_checked_when_the_yaml_is_read():
+    from pmc_rag.local_llm.supervisor import LocalModelSpec
+
+    section = {"model": "qwen2.5-0.5b-instruct", "url": "http://127.0.0.1:1499/v1"}
+    assert LocalModelSpec.from_yaml(section, "x.yml").weights == "packaged"
+    assert LocalModelSpec.from_yaml({**section, "weights": "f16"}, "x.yml").weights == "f16"
+    with pytest.raises(ValueError, match="x.yml: `local_model.weights` 'fp16': choose packaged .* or f16 or q8_0"):
+        LocalModelSpec.from_yaml({**section, "weights": "fp16"}, "x.yml")
+    with pytest.raises(ValueError, match="applies to the embedded models, not to `model_path`"):
+        LocalModelSpec.from_yaml({**section, "weights": "f16", "model_path": "/m.gguf"}, "x.yml")
+
+
 def test_two_processes_assembling_one_model_at_once_both_get_the_verified_file(tmp_path):
     # Two test workers, or setup beside a test run, may both find the model missing and build it.
     package = tmp_path / "big_fake_parts"

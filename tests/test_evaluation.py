@@ -317,6 +317,12 @@ def test_a_local_model_edit_repoints_the_generator_and_drops_ollama():
     assert [g["type"].rsplit(".", 1)[-1] for g in chain] == ["OpenAIChatGenerator", "EmptyReplyGenerator"]
     assert chain[0]["init_parameters"]["api_base_url"] == "http://127.0.0.1:1499/v1"
     assert chain[0]["init_parameters"]["model"] == "smollm2-135m-instruct"
+    assert spec["local_model"]["weights"] == "f16"   # rag.yml's own setting stays unless one is named
+    _, spec = pipeline_spec("rag")
+    with_local_model("qwen2.5-0.5b-instruct:packaged", 1499)(spec)
+    assert spec["local_model"]["model"] == "qwen2.5-0.5b-instruct" and spec["local_model"]["weights"] == "packaged"
+    chain = spec["components"]["generator"]["init_parameters"]["chat_generators"]
+    assert chain[0]["init_parameters"]["model"] == "qwen2.5-0.5b-instruct"
     _, retrieval = pipeline_spec("retrieve_bm25")
     with pytest.raises(PipelineError, match="no `local_model:`"):
         with_local_model("smollm2-135m-instruct", 1499)(retrieval)

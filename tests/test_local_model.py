@@ -20,7 +20,7 @@ import yaml
 from pmc_rag.local_llm.server import physical_cores
 from pmc_rag.local_llm.supervisor import API_KEY_ENV, LocalModelServer, LocalModelSpec, api_key, local_model_server
 
-from conftest import PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for
+from conftest import PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for, rag_llm_spec
 
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 TABLE = SAMPLE_TABLE  # read only
@@ -72,7 +72,7 @@ def client(folder):
 
 
 def the_server() -> LocalModelServer:
-    return local_model_server(LocalModelSpec(model=MODEL, url=TEST_LLM_URL))
+    return local_model_server(rag_llm_spec())
 
 
 def pid_once_generating(server: LocalModelServer, busy_for: float = 0.3, within: float = 60) -> int:
@@ -121,6 +121,8 @@ def test_the_model_server_speaks_the_openai_chat_api_in_its_own_process():
     assert report["pid"] != os.getpid() and report["extra_buffer_types"] is False
     assert report["model"] == MODEL and report["system_info"].startswith("CPU :")
     assert report["n_threads"] == physical_cores()  # generation uses every core, not llama-cpp-python's half
+    assert report["weights_asked"] == report["weights"] == "f16"   # as rag.yml asks: re-encoded once, served
+    assert report["model_path"].endswith(".as-f16.gguf")
     client = OpenAI(base_url=TEST_LLM_URL, api_key=os.environ[API_KEY_ENV], max_retries=0)
     messages = [{"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": "What is aspirin?"}]
     reply = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=30, temperature=0)

@@ -246,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--weights", default="packaged",
+                        help="the embedded model's weights as packaged, or re-encoded once: f16 or q8_0 "
+                             "(pmc_rag.models.REENCODINGS)")
     parser.add_argument("--n-threads", type=int, default=None,
                         help="threads that generate (default: this machine's physical cores); prompts are read "
                              "with every CPU")
@@ -256,9 +259,14 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     try:
-        from pmc_rag.models import EMBEDDED_LLMS, assemble_llm
+        from pmc_rag.models import EMBEDDED_LLMS, PACKAGED, ModelError, assemble_llm, reencoded_llm
 
-        path = args.model_path or str(assemble_llm(args.model))
+        weights = PACKAGED if args.model_path else args.weights
+        try:
+            path = args.model_path or str(reencoded_llm(args.model, weights))
+        except ModelError as problem:  # the packaged weights still answer, only slower
+            print(f"pmc-rag-llm: warning: {problem}; serving the packaged weights", file=sys.stderr, flush=True)
+            weights, path = PACKAGED, str(assemble_llm(args.model))
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no GGUF file at {path}")
         registered = EMBEDDED_LLMS.get(args.model)
@@ -272,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
     info = {"model": args.model, "model_path": path, "pid": os.getpid(), "n_ctx": args.n_ctx,
             "n_threads": llama.n_threads, "n_threads_batch": llama.n_threads_batch,
+            "weights_asked": PACKAGED if args.model_path else args.weights, "weights": weights,
             "llama_cpp_python": llama_cpp.__version__, "extra_buffer_types": False,
             "llama_cpp_lib": os.environ.get("LLAMA_CPP_LIB_PATH") or "portable (the installed wheel's)",
             "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),

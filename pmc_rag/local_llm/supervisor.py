@@ -8,6 +8,7 @@ ignores unknown top-level keys), and its generator chain talks to that address w
       model: qwen2.5-0.5b-instruct
       url: &local_model_url http://127.0.0.1:1417/v1
       n_ctx: 4096
+      weights: f16     # optional: the weights re-encoded once for faster prompt reading (pmc_rag.models)
 
 pmc-rag starts the server when a pipeline that declares it warms up (`ask`, `serve`, `eval`, `setup`), or reuses
 the one already running on that address; `serve` also watches it and restarts it when it dies or stops answering.
@@ -56,29 +57,37 @@ class LocalModelSpec:
     url: str
     n_ctx: int = 4096
     model_path: str | None = None
+    weights: str = "packaged"
     idle_minutes: float = 30.0
     start_timeout: float = 120.0
 
     @classmethod
     def from_yaml(cls, section: Any, where: str) -> LocalModelSpec:
-        from pmc_rag.models import EMBEDDED_LLMS
+        from pmc_rag.models import EMBEDDED_LLMS, PACKAGED, REENCODINGS
 
         if not isinstance(section, dict):
             raise ValueError(f"{where}: `local_model` must be a mapping with `model` and `url`")
-        unknown = set(section) - {"model", "url", "n_ctx", "model_path", "idle_minutes", "start_timeout"}
+        unknown = set(section) - {"model", "url", "n_ctx", "model_path", "weights", "idle_minutes", "start_timeout"}
         if unknown:
             raise ValueError(f"{where}: `local_model` has unknown key(s) {sorted(unknown)}")
         model = str(section.get("model", ""))
         if model not in EMBEDDED_LLMS and not section.get("model_path"):
             raise ValueError(f"{where}: `local_model.model` {model!r} is not an embedded model "
                              f"({sorted(EMBEDDED_LLMS)}); or give `model_path:` a GGUF file of your own")
+        weights = str(section.get("weights", PACKAGED))
+        if weights not in (PACKAGED, *REENCODINGS):
+            raise ValueError(f"{where}: `local_model.weights` {weights!r}: choose {PACKAGED} (as the packages ship "
+                             f"them) or {' or '.join(REENCODINGS)} (re-encoded once, for faster prompt reading)")
+        if weights != PACKAGED and section.get("model_path"):
+            raise ValueError(f"{where}: `local_model.weights` applies to the embedded models, not to `model_path` "
+                             f"(a GGUF of your own is served as it is): remove one of them")
         url = str(section.get("url", ""))
         parsed = urlparse(url)
         if parsed.scheme != "http" or parsed.hostname not in _LOOPBACK or not parsed.port:
             raise ValueError(f"{where}: `local_model.url` must be http://127.0.0.1:<port>/v1 (the server is started "
                              f"on this machine), not {url!r}")
         return cls(model=model, url=url.rstrip("/"), n_ctx=int(section.get("n_ctx", 4096)),
-                   model_path=section.get("model_path"), idle_minutes=float(section.get("idle_minutes", 30)),
+                   model_path=section.get("model_path"), weights=weights, idle_minutes=float(section.get("idle_minutes", 30)),
                    start_timeout=float(section.get("start_timeout", 120)))
 
     @property
@@ -206,7 +215,7 @@ class LocalModelServer:
             return report
 
     def _serves_this_model(self, report: dict[str, Any]) -> bool:
-        if report.get("model") != self.spec.model:
+        if report.get("model") != self.spec.model or report.get("weights_asked", "packaged") != self.spec.weights:
             return False
         return not self.spec.model_path or Path(str(report.get("model_path"))) == Path(self.spec.model_path)
 
@@ -225,6 +234,8 @@ class LocalModelServer:
                    "--idle-minutes", str(self.spec.idle_minutes)]
         if self.spec.model_path:
             command += ["--model-path", str(self.spec.model_path)]
+        else:
+            command += ["--weights", self.spec.weights]
         if self.exit_with_this_process:
             command += ["--exit-with-parent"]
         taken = port_taken(self.spec.host, self.spec.port)
@@ -268,12 +279,15 @@ class LocalModelServer:
 
     def _model_file(self) -> str | None:
         """The GGUF the server will load, if it is in place (the fast build's trial loads it)."""
-        from pmc_rag.models import EMBEDDED_LLMS, is_verified
+        from pmc_rag.models import PACKAGED, EMBEDDED_LLMS, reencoded_file
 
         if self.spec.model_path:
             return self.spec.model_path
-        registered = EMBEDDED_LLMS.get(self.spec.model)
-        return str(registered.path) if registered and is_verified(registered) else None
+        if self.spec.model not in EMBEDDED_LLMS:
+            return None
+        # The file it will serve, else (not re-encoded yet, or that failed) the packaged one it falls back to.
+        served = reencoded_file(self.spec.model, self.spec.weights) or reencoded_file(self.spec.model, PACKAGED)
+        return str(served) if served else None
 
     def _start_failure(self, code: int) -> str:
         lines = self.log_tail()
