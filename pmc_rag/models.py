@@ -258,6 +258,9 @@ def reencoded_llm(name: str, weights: str) -> Path:
             raise ModelError(f"llama.cpp could not re-encode {source.name} as {weights} ({why}); check the free "
                              f"disk space in {source.parent}, or set `local_model.weights: {PACKAGED}` in the YAML")
         partial.replace(target)
+    except OSError as problem:   # the disk, or a folder in the way
+        raise ModelError(f"could not write the {weights} copy of {source.name} ({problem}); check the free disk "
+                         f"space in {source.parent}, or set `local_model.weights: {PACKAGED}` in the YAML") from None
     finally:
         partial.unlink(missing_ok=True)
     stamp = target.with_suffix(".verified")

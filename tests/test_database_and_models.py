@@ -167,8 +167,8 @@ def test_local_model_weights_are_checked_when_the_yaml_is_read():
     assert LocalModelSpec.from_yaml({**section, "weights": "f16"}, "x.yml").weights == "f16"
     with pytest.raises(ValueError, match="x.yml: `local_model.weights` 'fp16': choose packaged .* or f16 or q8_0"):
         LocalModelSpec.from_yaml({**section, "weights": "fp16"}, "x.yml")
-    with pytest.raises(ValueError, match="applies to the embedded models, not to `model_path`"):
-        LocalModelSpec.from_yaml({**section, "weights": "f16", "model_path": "/m.gguf"}, "x.yml")
+    own_file = LocalModelSpec.from_yaml({**section, "weights": "f16", "model_path": "/m.gguf"}, "x.yml")
+    assert own_file.weights == "packaged"   # a GGUF of one's own is served as it is
 
 
 def test_two_processes_assembling_one_model_at_once_both_get_the_verified_file(tmp_path):

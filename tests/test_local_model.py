@@ -394,6 +394,37 @@ def test_a_truncated_model_file_is_named_with_its_fix_not_a_crash(tmp_path):
     assert server.process is None and "signal" not in server.problem.lower()
 
 
+def test_weights_that_cannot_be_re_encoded_leave_the_packaged_file_serving_and_say_why(tmp_path, monkeypatch):
+    # A disk that fills while the f16 copy is written: the server is run with a 50 MB limit on the size of any
+    # file it or its children write (RLIMIT_FSIZE), far below the 1.2 GB of the copy.
+    from pmc_rag.models import EMBEDDED_LLMS, assemble_llm
+
+    packaged = assemble_llm(MODEL)
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    for source in (packaged, packaged.with_suffix(".verified")):   # the verified packaged file, and no copy yet
+        (home / "models" / source.name).symlink_to(source)
+    limit = tmp_path / "small_disk.py"
+    limit.write_text("import os, resource, sys\n"
+                     "resource.setrlimit(resource.RLIMIT_FSIZE, (50 << 20, 50 << 20))\n"
+                     "os.execv(sys.argv[1], sys.argv[1:])\n")
+    monkeypatch.setenv("PMC_RAG_HOME", str(home))
+    monkeypatch.setenv("PMC_RAG_LLM_LAUNCHER", f"{sys.executable} {limit}")
+    server = LocalModelServer(LocalModelSpec(model=MODEL, url=f"http://127.0.0.1:{free_port()}/v1",
+                                             weights="f16", idle_minutes=1))
+    try:
+        report = server.ensure_running()
+        assert report["weights_asked"] == "f16" and report["weights"] == "packaged"
+        assert Path(report["model_path"]).name == EMBEDDED_LLMS[MODEL].file_name
+        warning = [line for line in server.log_tail() if "warning" in line]
+        assert warning and "could not re-encode" in warning[-1] and "serving the packaged weights" in warning[-1]
+        assert sorted(path.name for path in (home / "models").iterdir()) == sorted(
+            [packaged.name, packaged.with_suffix(".verified").name])   # no partial copy left behind
+        assert server.smoke_test(max_tokens=4)[0] > 0   # and it answers
+    finally:
+        server.stop()
+
+
 def test_kill_9_of_serve_leaves_no_model_server_or_postgres_and_a_second_serve_on_its_port_is_refused(tmp_path):
     """`pmc-rag serve` on an embedded PostgreSQL of its own, with a model server of its own, killed with -9."""
     import psutil

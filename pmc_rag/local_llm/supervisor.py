@@ -78,9 +78,8 @@ class LocalModelSpec:
         if weights not in (PACKAGED, *REENCODINGS):
             raise ValueError(f"{where}: `local_model.weights` {weights!r}: choose {PACKAGED} (as the packages ship "
                              f"them) or {' or '.join(REENCODINGS)} (re-encoded once, for faster prompt reading)")
-        if weights != PACKAGED and section.get("model_path"):
-            raise ValueError(f"{where}: `local_model.weights` applies to the embedded models, not to `model_path` "
-                             f"(a GGUF of your own is served as it is): remove one of them")
+        if section.get("model_path"):
+            weights = PACKAGED   # `weights` is for the embedded models: a GGUF of your own is served as it is
         url = str(section.get("url", ""))
         parsed = urlparse(url)
         if parsed.scheme != "http" or parsed.hostname not in _LOOPBACK or not parsed.port:
