@@ -569,6 +569,9 @@ def _local_model_lines(pipeline_name: str) -> list[str]:
              + (f", pid {report['pid']}" if report.get("pid") else "")]
     if report.get("problem"):
         lines.append(f"  {report['problem']}")
+    if report.get("weights"):   # what it serves: a re-encoding that failed falls back to the packaged file
+        lines.append(f"  weights: {report['weights']} ({report.get('model_path')}), generating with "
+                     f"{report.get('threads')} threads")
     if report.get("llama_cpp"):
         lines.append(f"  llama.cpp: {report['llama_cpp']}")
     if report.get("llama_cpp_build") or report.get("llama_cpp_lib"):

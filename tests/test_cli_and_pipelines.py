@@ -122,6 +122,11 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
     assert re.search(r"Local model server \(qwen2.5-0.5b-instruct\) at http://127.0.0.1:\d+/v1: answered a test "
                      r"prompt in [\d.]+ s \(\d+ tokens/s\)", empty.stdout), empty.stdout
     assert (tmp_path / "home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").is_file()
+    # rag.yml's `weights: f16`: the copy is made here, once, not at the first question.
+    assert "Its weights re-encoded as f16" in empty.stdout
+    assert (tmp_path / "home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.as-f16.gguf").is_file()
+    status = pmc_rag("status", "--pipeline", str(yaml_path), "--answer-pipeline", str(rag), env=env)
+    assert re.search(r"weights: f16 \(\S+\.as-f16\.gguf\), generating with \d+ threads", status.stdout), status.stdout
     # Set-up made the empty table ready to search: the BM25 retriever finds its index (it never builds one).
     from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 

@@ -171,7 +171,9 @@ class LocalModelServer:
         live = self._cached_health if self.watching else self._safe_health()
         if live:
             report.update(state="running", pid=live.get("pid"), busy_s=live.get("busy_s"),
-                          llama_cpp=live.get("system_info"), llama_cpp_lib=live.get("llama_cpp_lib"))
+                          llama_cpp=live.get("system_info"), llama_cpp_lib=live.get("llama_cpp_lib"),
+                          weights=live.get("weights"), model_path=live.get("model_path"),
+                          threads=live.get("n_threads"))
         elif self.problem:
             report.update(state="failed", problem=self.problem)
         else:
