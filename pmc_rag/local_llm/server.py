@@ -22,8 +22,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
@@ -33,26 +32,6 @@ from starlette.concurrency import run_in_threadpool
 
 # Sampling settings passed on to llama.cpp; anything else in a request is ignored, as OpenAI-compatible servers do.
 _SAMPLING = {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"}
-
-
-def physical_cores(cpus: Iterable[int] | None = None, sysfs: Path = Path("/sys/devices/system/cpu")) -> int:
-    """How many physical cores this process may run on (hyper-threads of one core counted once).
-
-    The model server generates with this many threads. llama-cpp-python's default, half of `os.cpu_count()`,
-    assumes two hyper-threads per core: on a 2-core machine without them it left one core idle, and generation
-    ran at 24 tokens/s instead of 36 (README, "Choosing the embedded model").
-    """
-    if cpus is None:
-        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    cores = set()
-    for cpu in cpus:
-        topology = sysfs / f"cpu{cpu}" / "topology"
-        try:
-            cores.add((topology / "physical_package_id").read_text().strip() + ":"
-                      + (topology / "core_id").read_text().strip())
-        except OSError:  # no topology to read (not Linux, or a restricted /sys): each CPU is a core
-            cores.add(f"cpu{cpu}")
-    return max(1, len(cores))
 
 
 def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None, chat_format: str | None = None) -> Any:
@@ -74,8 +53,11 @@ def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None, chat_f
 
     bindings.llama_model_default_params = portable_params
     try:
-        return llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads or physical_cores(),
-                               chat_format=chat_format,
+        # Generation threads: llama-cpp-python's default, half the CPUs. Every core generated 1.5x as fast on a
+        # quiet 2-core machine (36 against 24 tokens/s), but llama.cpp's threads wait for each other at every
+        # step, so with another busy process (a second model server) it fell to 0.4 tokens/s against 19
+        # (evaluation/results/2026-11-26-f16-weights/). Prompts are read with every CPU either way.
+        return llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, chat_format=chat_format,
                                verbose=False)
     finally:
         bindings.llama_model_default_params = default_params
@@ -250,8 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the embedded model's weights as packaged, or re-encoded once: f16 or q8_0 "
                              "(pmc_rag.models.REENCODINGS)")
     parser.add_argument("--n-threads", type=int, default=None,
-                        help="threads that generate (default: this machine's physical cores); prompts are read "
-                             "with every CPU")
+                        help="threads that generate (default: half the CPUs); prompts are read with every CPU")
     parser.add_argument("--idle-minutes", type=float, default=30.0, help="exit after this long unused; 0: never")
     parser.add_argument("--exit-with-parent", action="store_true",
                         help="exit when the process that started this one has gone (a `pmc-rag serve` killed -9)")
