@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from pmc_rag.models import EMBEDDED_LLMS, PACKAGED, ModelError, assemble_llm, reencoded_llm
 
-        weights = PACKAGED if args.model_path else args.weights
+        weights = asked = PACKAGED if args.model_path else args.weights   # a model_path file is served as it is
         try:
             path = args.model_path or str(reencoded_llm(args.model, weights))
         except ModelError as problem:  # the packaged weights still answer, only slower
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
     info = {"model": args.model, "model_path": path, "pid": os.getpid(), "n_ctx": args.n_ctx,
             "n_threads": llama.n_threads, "n_threads_batch": llama.n_threads_batch,
-            "weights_asked": PACKAGED if args.model_path else args.weights, "weights": weights,
+            "weights_asked": asked, "weights": weights,
             "llama_cpp_python": llama_cpp.__version__, "extra_buffer_types": False,
             "llama_cpp_lib": os.environ.get("LLAMA_CPP_LIB_PATH") or "portable (the installed wheel's)",
             "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
