@@ -97,10 +97,13 @@ class OnnxTextEmbedder:
         if self.runtime is not None:
             return
         import torch
-        from sentence_transformers import SentenceTransformer
 
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         use_cuda = device.startswith("cuda")
+        if not use_cuda and self._open_recorded_export(torch.get_num_threads()):
+            return
+        from sentence_transformers import SentenceTransformer
+
         model = SentenceTransformer(self.model, device=device if use_cuda else "cpu")
         self._tokenizer = model.tokenizer
         self._max_length = model.max_seq_length
@@ -124,7 +127,29 @@ class OnnxTextEmbedder:
         self._session = _open_session(path, self.threads or torch.get_num_threads())
         self._input_names = [i.name for i in self._session.get_inputs()]
         self.runtime = "onnxruntime-cpu"
+        _record_export(self.model, path, self._max_length)
         log.info("Query embedder: %s with ONNX Runtime (%s)", self.model, path.name)
+
+    def _open_recorded_export(self, default_threads: int) -> bool:
+        """Opens the file a previous warm-up exported for this model, if its record still matches the model's files
+        and this CPU passed its trial, with the model's own tokenizer file: no Sentence Transformers import, no
+        weights loaded or hashed (about 5 s of every process start on 2 cores)."""
+        record = _recorded_export(self.model)
+        if record is None:
+            return False
+        path, folder, max_length = record
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=max_length)
+        tokenizer.no_padding()
+        self._tokenizer = _EncodingsAsArrays(tokenizer)
+        self._max_length = max_length
+        self._session = _open_session(path, self.threads or default_threads)
+        self._input_names = [i.name for i in self._session.get_inputs()]
+        self.runtime = "onnxruntime-cpu"
+        log.info("Query embedder: %s with ONNX Runtime (%s, as recorded)", self.model, path.name)
+        return True
 
     @component.output_types(embedding=list[float])
     def run(self, text: str) -> dict[str, Any]:
@@ -232,6 +257,85 @@ def _export(graph: _MeanPooled, model: Any, name: str, again: bool = False, fold
     return path
 
 
+class _EncodingsAsArrays:
+    """The model's tokenizer file read by the `tokenizers` library, called as `run()` calls the Transformers one."""
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+
+    def __call__(self, texts: list[str], **_: Any) -> dict[str, Any]:
+        import numpy as np
+
+        encodings = self.tokenizer.encode_batch(texts)
+        return {"input_ids": np.array([e.ids for e in encodings]),
+                "attention_mask": np.array([e.attention_mask for e in encodings]),
+                "token_type_ids": np.array([e.type_ids for e in encodings])}
+
+
+def _model_folder(model: str) -> Path | None:
+    """The local folder holding `model` (a folder, or a hub name already in the local cache), else None."""
+    if Path(model).is_dir():
+        return Path(model)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, local_files_only=True))
+    except Exception:  # not cached (yet): the full warm-up downloads it where it may
+        return None
+
+
+def _files_fingerprint(folder: Path) -> str:
+    """Each file of the model folder with its size and time: a changed or replaced model no longer matches."""
+    sha = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        sha.update(f"{path.relative_to(folder)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return sha.hexdigest()[:16]
+
+
+def model_files_fingerprint(model: str) -> str | None:
+    """A digest of the local files of `model` (a folder or a cached hub name), or None if it has none yet: what a
+    result computed with the model can be saved under."""
+    folder = _model_folder(model)
+    return None if folder is None else _files_fingerprint(folder)
+
+
+def _record_path(model: str) -> Path:
+    from pmc_rag.paths import models_dir
+
+    return models_dir() / "onnx" / f"{Path(model).name}.recorded.json"
+
+
+def _record_export(model: str, path: Path, max_length: int) -> None:
+    """Remembers which exported file serves `model` as its files are now, for `_recorded_export`."""
+    import json
+
+    folder = _model_folder(model)
+    if folder is None or not (folder / "tokenizer.json").is_file():
+        return
+    record = _record_path(model)
+    partial = record.with_name(f"{record.name}.{os.getpid()}.part")
+    partial.write_text(json.dumps({"model": model, "folder": str(folder), "files": _files_fingerprint(folder),
+                                   "export": path.name, "max_length": max_length, "cpu": cpu_key()}))
+    os.replace(partial, record)
+
+
+def _recorded_export(model: str) -> tuple[Path, Path, int] | None:
+    """(exported file, model folder, max length) if a full warm-up recorded them for `model`, the model's files are
+    unchanged since, the exported file is there and passed its trial on this CPU; else None."""
+    import json
+
+    try:
+        record = json.loads(_record_path(model).read_text())
+        folder, path = _model_folder(model), _record_path(model).with_name(record["export"])
+        usable = (folder is not None and str(folder) == record["folder"] and record["model"] == model
+                  and record["cpu"] == cpu_key() and path.is_file() and (folder / "tokenizer.json").is_file()
+                  and _files_fingerprint(folder) == record["files"] and _trial_marker(path).exists())
+        return (path, folder, int(record["max_length"])) if usable else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _open_session(path: Path, threads: int) -> Any:
     import onnxruntime
 
@@ -262,6 +366,11 @@ assert numpy.isfinite(session.run(None, feed)[0]).all(), "the embedding is not f
 """
 
 
+def _trial_marker(path: Path) -> Path:
+    """Made when `path`, as it is now, passed its trial on this CPU."""
+    return path.with_name(f"{path.name}.works-on-{cpu_key()}-{path.stat().st_mtime_ns}")
+
+
 def _fails_on_this_cpu(path: Path) -> str | None:
     """None if ONNX Runtime loads `path` and embeds with it in a child process on this CPU, else what went wrong (a
     crash there costs the child only). Passing is remembered per CPU and per version of the file, so the check runs
@@ -269,8 +378,7 @@ def _fails_on_this_cpu(path: Path) -> str | None:
 
     :raises _UnreadableExport: The file cannot be loaded: export it again.
     """
-    marker = path.with_name(f"{path.name}.works-on-{cpu_key()}-{path.stat().st_mtime_ns}")
-    result = trial_once_per_cpu(_PROBE, [str(path)], marker)
+    result = trial_once_per_cpu(_PROBE, [str(path)], _trial_marker(path))
     if result.returncode == _UNREADABLE_EXIT_STATUS:
         raise _UnreadableExport(result.last_line)
     return None if result.passed else result.problem

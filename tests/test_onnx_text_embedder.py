@@ -3,7 +3,12 @@ rebuilt when damaged, and a clear refusal of models it cannot run."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -75,6 +80,45 @@ def test_exports_once_and_rebuilds_a_damaged_file(fresh_home, stock):
     assert not list(path.parent.glob("*.part"))
     ours = np.array(embedder.run(text=TEXTS[1])["embedding"])
     assert np.abs(ours - np.array(stock.run(text=TEXTS[1])["embedding"])).max() < 1e-5
+
+
+# Warms an embedder up in a process of its own and prints whether Sentence Transformers was imported, and vectors.
+_WARM_UP_ELSEWHERE = """
+import json, sys
+from pmc_rag.environment import configure_environment
+configure_environment()
+from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+embedder = OnnxTextEmbedder(model=sys.argv[1], normalize_embeddings=True)
+embedder.warm_up()
+print(json.dumps({"sentence_transformers": "sentence_transformers" in sys.modules, "runtime": embedder.runtime,
+                  "vectors": [embedder.run(text=text)["embedding"] for text in json.loads(sys.argv[2])]}))
+"""
+
+
+def test_a_later_process_opens_the_recorded_export_without_loading_sentence_transformers(fresh_home, stock,
+                                                                                          tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(cached_embedding_model(), model)  # a folder of its own, to change below
+    texts = [*TEXTS, "Œdème pulmonaire aigu à l'hôpital: naïve café", ""]
+
+    def warm_up_elsewhere():
+        done = subprocess.run([sys.executable, "-c", _WARM_UP_ELSEWHERE, str(model), json.dumps(texts)],
+                              env={**os.environ, "PMC_RAG_HOME": str(fresh_home)}, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first, second = warm_up_elsewhere(), warm_up_elsewhere()
+    assert first["sentence_transformers"] and not second["sentence_transformers"]
+    assert first["runtime"] == second["runtime"] == "onnxruntime-cpu"
+    for text, before, after in zip(texts, first["vectors"], second["vectors"]):
+        theirs = np.array(stock.run(text=text)["embedding"])
+        assert np.abs(np.array(after) - np.array(before)).max() < 1e-6, text[:40]
+        assert np.abs(np.array(after) - theirs).max() < 1e-5, text[:40]
+
+    assert onnx_text_embedder._recorded_export(str(model)) is not None
+    os.utime(model / "model.safetensors", ns=(1, 1))  # another copy of the weights: warm up in full again
+    assert onnx_text_embedder._recorded_export(str(model)) is None
 
 
 def test_falls_back_to_pytorch_when_onnx_runtime_crashes_on_this_cpu(fresh_home, stock, monkeypatch, caplog):

@@ -52,7 +52,7 @@ def test_it_reads_the_documents_vectors_and_embeds_only_those_without_one(indexe
     natural = [d.content for d in ranker.run(query=QUESTION, documents=indexed_documents)["documents"]]
     # A stored vector is believed: give the asthma methods chunk the question's own vector and it comes first.
     ranker.warm_up()
-    question_vector = ranker._encoder.encode([QUESTION])[0].tolist()
+    question_vector = ranker._encoder([QUESTION])[0].tolist()
     planted = [Document(content=d.content, meta=d.meta, embedding=question_vector if "asthma" in d.content else
                         d.embedding) for d in indexed_documents]
     assert ranker.run(query=QUESTION, documents=planted)["documents"][0].content.startswith("We enrolled")
