@@ -100,6 +100,29 @@ def test_the_router_on_its_held_aside_questions():
     assert single["questions"] == 500 and len(single["elsewhere"]) <= 25
 
 
+def test_the_exemplars_are_embedded_once_then_read_back_and_embedded_again_when_damaged(tmp_path, monkeypatch):
+    from pmc_rag.components import onnx_text_embedder
+
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path / "home"))
+    first = QuestionRouter()
+    first.warm_up()
+    [saved] = (tmp_path / "home" / "models" / "router").glob("exemplars-*.npy")
+
+    def no_embedding(*args, **kwargs):
+        raise AssertionError("the saved exemplar vectors should have been read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(onnx_text_embedder, "OnnxTextEmbedder", no_embedding)
+        second = QuestionRouter()
+        second.warm_up()
+    assert (second._vectors == first._vectors).all() and second._kinds == first._kinds
+
+    saved.write_bytes(saved.read_bytes()[:100])  # cut short
+    third = QuestionRouter()
+    third.warm_up()
+    assert abs(third._vectors - first._vectors).max() < 1e-6 and saved.stat().st_size > 100
+
+
 def _doc(id_, source, text, section="Results", score=None):
     return Document(id=id_, content=text, score=score, meta={"source_id": source, "title": "", "section": section})
 
