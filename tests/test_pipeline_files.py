@@ -104,7 +104,9 @@ def test_the_store_is_the_same_everywhere_and_written_only_in_the_bases():
 
 def test_the_listed_drifts_are_gone():
     """Every answering pipeline keeps conversation carry-over, and every retriever skips chunks of a few words
-    and adds a request's filters to that one (the /retrieve pipeline included)."""
+    and captions and adds a request's filters to that one (the /retrieve pipeline included)."""
+    readable = {"operator": "AND", "conditions": [{"field": "meta.word_count", "operator": ">=", "value": 8},
+                                                  {"field": "meta.section_kind", "operator": "!=", "value": "caption"}]}
     for path in SHIPPED:
         spec = resolve_pipeline_spec(path)
         if "answer" in spec.get("outputs", {}):
@@ -115,8 +117,7 @@ def test_the_listed_drifts_are_gone():
                 parameters = component["init_parameters"]
                 # A retriever that runs another one (Haystack's MultiQueryTextRetriever): the inner one is checked.
                 parameters = parameters["retriever"]["init_parameters"] if "retriever" in parameters else parameters
-                assert parameters["filters"] == {"field": "meta.word_count", "operator": ">=", "value": 8}, \
-                    f"{path.name}: {name}"
+                assert parameters["filters"] == readable, f"{path.name}: {name}"
                 assert parameters["filter_policy"] == "merge", f"{path.name}: {name}"
 
 
@@ -126,7 +127,7 @@ def test_the_listed_drifts_are_gone():
 # rag_multi_query.yml nests a retriever in each of Haystack's two multi-query retrievers, and gives the model
 # its prompt and JSON schema; rag_rewrite_retry.yml writes out its second search leg by leg, so that it runs
 # only when the first turned the question away.
-LONGER_VARIANTS = {"rag_routed.yml": 135, "rag_multi_query.yml": 60, "rag_rewrite_retry.yml": 65}
+LONGER_VARIANTS = {"rag_routed.yml": 135, "rag_multi_query.yml": 60, "rag_rewrite_retry.yml": 70}
 
 
 def test_variants_stay_short():
