@@ -151,6 +151,22 @@ def test_each_optional_stage_is_a_yaml_variant_that_answers(rag_files, name):
                                                               if s["in_prompt"]}
 
 
+def test_the_findings_first_variant_shows_a_paper_s_conclusion_before_its_methods_and_no_caption(rag_files):
+    from pmc_rag.evaluation.runner import without_generation
+
+    table, folder = rag_files
+    question = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
+    shown = {}
+    for name in ("rag", "rag_findings_first"):
+        pipeline = load_declared_pipeline(pipeline_file_for(name, table, folder), edit=without_generation)
+        shown[name] = pipeline.run(question=question, top_k=5)["excerpts"]
+    assert all(d.meta["section_kind"] != "caption" for d in shown["rag"])  # rag.yml's retrievers skip captions
+    assert [d.id for d in shown["rag_findings_first"]] != [d.id for d in shown["rag"]]
+    assert sorted(d.id for d in shown["rag_findings_first"]) == sorted(d.id for d in shown["rag"])  # same excerpts
+    first = shown["rag_findings_first"][0]
+    assert first.meta["source_id"] == "PMC4816447" and "Conclusion" in first.meta["section"]
+
+
 def test_renaming_components_in_the_yaml_changes_nothing_but_their_lines(rag_files):
     """What the answering code reads comes from declared outputs: rename the budget and the retrievers, update
     only `outputs:` (and the connections), and the excerpts, sources and timings still come through."""
