@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
@@ -76,21 +73,6 @@ Question: "{question}"
 Answer in JSON: {{"kind": "..."}}"""
 LLM_KIND_SCHEMA = {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string",
                                                                                    "enum": list(ROUTES)}}}
-
-
-def exemplar_vectors_file(model: str, questions: list[str]) -> Path | None:
-    """Where the exemplars' vectors by `model`, as its files are now, are saved (PMC_RAG_HOME/models/router/);
-    None when the model has no local files yet."""
-    from pmc_rag.components.onnx_text_embedder import model_files_fingerprint
-    from pmc_rag.paths import models_dir
-
-    fingerprint = model_files_fingerprint(model)
-    if fingerprint is None:
-        return None
-    key = hashlib.sha256("\n".join([model, fingerprint, *questions]).encode()).hexdigest()[:16]
-    folder = models_dir() / "router"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"exemplars-{key}.npy"
 
 
 @component
@@ -182,31 +164,14 @@ class QuestionRouter:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        # The exemplars' vectors are saved once per model version and exemplar list (190 questions cost 1.4 s of
-        # every process start on 2 cores).
         if self.chat_generator is not None and hasattr(self.chat_generator, "warm_up"):
             self.chat_generator.warm_up()
         if self._vectors is not None or self.exemplars == "":
             return
-        import numpy as np
-
-        from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+        from pmc_rag.components.onnx_text_embedder import embedded_once
 
         rows = [r for r in labelled_route_questions(self.exemplars) if r.get("set") != "held_aside"]
-        saved = exemplar_vectors_file(self.model, [r["question"] for r in rows])
-        try:
-            self._vectors = np.load(saved) if saved else None
-        except (OSError, ValueError):  # damaged: embed them again
-            self._vectors = None
-        if self._vectors is None or self._vectors.shape[0] != len(rows):
-            embedder = OnnxTextEmbedder(model=self.model, normalize_embeddings=True)
-            embedder.warm_up()
-            self._vectors = np.asarray([embedder.run(text=r["question"])["embedding"] for r in rows],
-                                       dtype="float32")
-            if saved:
-                partial = saved.with_name(f"{saved.name}.{os.getpid()}.part.npy")
-                np.save(partial, self._vectors)
-                os.replace(partial, saved)
+        self._vectors = embedded_once(self.model, [r["question"] for r in rows], "router")
         self._kinds = [r["kind"] for r in rows]
         self._texts = [r["question"] for r in rows]
 

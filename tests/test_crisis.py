@@ -99,11 +99,15 @@ def test_the_held_aside_messages_are_never_exemplars(monkeypatch):
         def __init__(self, *args, **kwargs):
             pass
 
-        def encode(self, texts, **kwargs):
-            seen.extend(texts)
-            return [[1.0, 0.0] for _ in texts]
+        def warm_up(self):
+            pass
 
-    monkeypatch.setattr("sentence_transformers.SentenceTransformer", Recording)
+    def recording(model, texts, kind):
+        seen.extend(texts)
+        return [[1.0, 0.0] for _ in texts]
+
+    monkeypatch.setattr("pmc_rag.components.onnx_text_embedder.OnnxTextEmbedder", Recording)
+    monkeypatch.setattr("pmc_rag.components.onnx_text_embedder.embedded_once", recording)
     ExemplarLayer.load(model="recording")
     held_aside = {m["text"] for m in labelled_messages() if m["set"] in HELD_ASIDE_SETS}
     assert held_aside and seen and not held_aside & set(seen)
