@@ -37,7 +37,10 @@ class OnnxTextEmbedder:
     embedder. Mean pooling and normalization are part of the exported graph.
 
     On first use the model is exported once to `PMC_RAG_HOME/models/onnx/`, under a name that carries a digest of
-    its weights, and the file is reused after that (by every server worker too). Where PyTorch sees a CUDA GPU the
+    its weights, and the file is reused after that (by every server worker too). The export is recorded with the
+    model's files as they were: while they stay so, a later start opens it with the model's own tokenizer file
+    and neither imports Sentence Transformers nor loads the weights (about 5 s of every process start on 2
+    cores). Where PyTorch sees a CUDA GPU the
     model runs there with PyTorch instead, as the stock component would: `runtime` says which was chosen.
 
     Native kernels are chosen by the CPU they run on, so the first run on a CPU is made in a child process: if it
