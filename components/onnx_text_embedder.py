@@ -38,10 +38,10 @@ class OnnxTextEmbedder:
 
     On first use the model is exported once to `PMC_RAG_HOME/models/onnx/`, under a name that carries a digest of
     its weights, and the file is reused after that (by every server worker too). The export is recorded with the
-    model's files as they were: while they stay so, a later start opens it with the model's own tokenizer file
-    and neither imports Sentence Transformers nor loads the weights (about 5 s of every process start on 2
-    cores). Where PyTorch sees a CUDA GPU the
-    model runs there with PyTorch instead, as the stock component would: `runtime` says which was chosen.
+    model's files as they were: while they stay so, a later start opens it with the model's own tokenizer file and
+    neither imports Sentence Transformers nor loads the weights (about 5 s of every process start on 2 cores). Where
+    PyTorch sees a CUDA GPU the model runs there with PyTorch instead, as the stock component would: `runtime` says
+    which was chosen.
 
     Native kernels are chosen by the CPU they run on, so the first run on a CPU is made in a child process: if it
     crashes there (as llama.cpp's AMX kernels once did on a Xeon), the warning says so and PyTorch embeds instead,
