@@ -8,7 +8,7 @@ import logging
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from haystack import component, default_from_dict, default_to_dict
 
@@ -244,8 +244,8 @@ def _export(graph: _MeanPooled, model: Any, name: str, again: bool = False, fold
         return path
     log.info("Exporting %s to ONNX (once): %s", name, path)
     sample = model.tokenizer(["a question about medicine"], return_tensors="pt")
-    partial = path.with_name(f"{path.name}.{os.getpid()}.part")
-    try:
+
+    def export_to(partial: Path) -> None:
         # The tracer's warnings are about shapes this graph does not depend on (batch sizes, padding).
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -254,10 +254,20 @@ def _export(graph: _MeanPooled, model: Any, name: str, again: bool = False, fold
                               dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in graph.input_names},
                                             "embedding": {0: "batch"}},
                               opset_version=17, dynamo=False)
+
+    _write_then_rename(path, export_to)
+    return path
+
+
+def _write_then_rename(path: Path, write: Callable[[Path], None], suffix: str = ".part") -> None:
+    """`write` fills a temporary file beside `path`, which is then renamed to it: a reader (another server
+    worker) never opens a half-written file, and a failed write leaves nothing behind."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}{suffix}")
+    try:
+        write(partial)
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
-    return path
 
 
 class _EncodingsAsArrays:
@@ -328,9 +338,7 @@ def embedded_once(model: str, texts: list[str], kind: str) -> Any:
     vectors = np.asarray([embedder.run(text=text)["embedding"] for text in texts], dtype="float32")
     if saved is not None:
         saved.parent.mkdir(parents=True, exist_ok=True)
-        partial = saved.with_name(f"{saved.name}.{os.getpid()}.part.npy")
-        np.save(partial, vectors)
-        os.replace(partial, saved)
+        _write_then_rename(saved, lambda partial: np.save(partial, vectors), suffix=".part.npy")  # np.save adds .npy
     return vectors
 
 
@@ -347,11 +355,9 @@ def _record_export(model: str, path: Path, max_length: int) -> None:
     folder = _model_folder(model)
     if folder is None or not (folder / "tokenizer.json").is_file():
         return
-    record = _record_path(model)
-    partial = record.with_name(f"{record.name}.{os.getpid()}.part")
-    partial.write_text(json.dumps({"model": model, "folder": str(folder), "files": _files_fingerprint(folder),
-                                   "export": path.name, "max_length": max_length, "cpu": cpu_key()}))
-    os.replace(partial, record)
+    text = json.dumps({"model": model, "folder": str(folder), "files": _files_fingerprint(folder),
+                       "export": path.name, "max_length": max_length, "cpu": cpu_key()})
+    _write_then_rename(_record_path(model), lambda partial: partial.write_text(text))
 
 
 def _recorded_export(model: str) -> tuple[Path, Path, int] | None:
