@@ -57,9 +57,10 @@ class RelevanceGate:
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
             are in no indexed chunk (`unknown_words`); None: unknown words change nothing.
-        :param max_gap: If set, an excerpt whose similarity to the question is more than this below the best
-            match's is held back too (an excerpt whose similarity is unknown is kept): papers on other subjects
-            that retrieval filled the list with cannot be cited then.
+        :param max_gap: If set, a paper whose closest excerpt's similarity to the question is more than this below
+            the best match's is held back too, all its excerpts (an excerpt whose similarity is unknown is kept):
+            papers on other subjects that retrieval filled the list with cannot be cited then. A paper that is
+            kept keeps all its excerpts, its conclusion too, which is seldom as close to the question as its aim.
         :param closest_papers: How many of the closest papers a "not answered" reply lists.
         :param min_similarity_with_absent_words: The least similarity instead, when some of the question's specific
             words are in none of the excerpts let through; None: absent words change nothing.
@@ -126,11 +127,7 @@ class RelevanceGate:
         if documents and best is not None and best >= needed:
             kept = documents
             if self.max_gap is not None and not topic_question:
-                known = {d.id: d.score for d in scored}
-                kept = [d for d in documents
-                        if d.id in (covering or ())
-                        or (similarity := known.get(d.id, _cosine(query_embedding, d.embedding))) is None
-                        or similarity >= best - self.max_gap] or documents
+                kept = self._close_papers(documents, scored, best, query_embedding, covering or [])
             if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
                 absent = self._absent_words(word_shares or {}, kept, asked)
             apart = self._named_apart(word_shares or {}, kept, asked) if self.specific_words_together and \
@@ -156,6 +153,21 @@ class RelevanceGate:
         else:
             why = "No indexed passage is close enough to the question to answer it."
         return {"unanswered": closest, "why_unanswered": why}
+
+    def _close_papers(self, documents: list[Document], scored: list[Document], best: float,
+                      query_embedding: list[float] | None, covering: list[str]) -> list[Document]:
+        """The excerpts of the papers whose closest excerpt is within `max_gap` of the best match, all of them.
+
+        The gap judges papers, not excerpts: a paper's aim restates the question and is nearly always its closest
+        excerpt, while the conclusion that answers it is further away (PMID 23453079: "To determine whether
+        prostate morphology ... has any effect" was kept and the conclusion held back, so only the aim could be
+        quoted)."""
+        known = {d.id: d.score for d in scored}
+        similarity = {d.id: known.get(d.id, _cosine(query_embedding, d.embedding)) for d in documents}
+        close = {canonical_id(str(d.meta.get("source_id", ""))) for d in documents
+                 if similarity[d.id] is None or similarity[d.id] >= best - self.max_gap}
+        return [d for d in documents if d.id in covering or canonical_id(str(d.meta.get("source_id", ""))) in close
+                or similarity[d.id] is None] or documents
 
     def _specific(self, word_shares: dict[str, float], asked: set[str]) -> list[str]:
         """The question's specific words: in at most `specific_word_max_share` of the chunks, not a follow-up's

@@ -61,9 +61,17 @@ def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_t
     assert answer.notes[0].startswith("No indexed paper contains 'lecanemab'") and "No model was asked" in answer.notes[0]
 
 
+def test_the_gap_holds_back_papers_far_below_the_best_but_keeps_every_excerpt_of_a_close_paper():
+    gate = RelevanceGate(min_similarity=0.5, max_gap=0.1)
+    # PMID 23453079: its aim (0.8) restates the question; its conclusion (0.62) answers it and must reach the model
+    excerpts = scored(("PMC1", 0.8), ("PMC2", 0.65), ("PMC1", 0.62), ("PMC3", 0.72))
+    kept = gate.run(documents=excerpts, scored=excerpts)["documents"]
+    assert [(d.meta["source_id"], d.score) for d in kept] == [("PMC1", 0.8), ("PMC1", 0.62), ("PMC3", 0.72)]
+
+
 def test_a_follow_up_from_its_topic_s_papers_keeps_excerpts_far_below_the_best():
     gate = RelevanceGate(min_similarity=0.5, max_gap=0.1)
-    excerpts = scored(("PMC1", 0.8), ("PMC1", 0.6))
+    excerpts = scored(("PMC1", 0.8), ("PMC2", 0.6))
     assert [d.score for d in gate.run(documents=excerpts, scored=excerpts)["documents"]] == [0.8]
     kept = gate.run(documents=excerpts, scored=excerpts, topic_question="Is erlotinib effective?")["documents"]
     assert [d.score for d in kept] == [0.8, 0.6]
