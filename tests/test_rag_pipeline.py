@@ -167,6 +167,31 @@ def test_the_findings_first_variant_shows_a_paper_s_conclusion_before_its_method
     assert first.meta["source_id"] == "PMC4816447" and "Conclusion" in first.meta["section"]
 
 
+def test_a_paper_found_by_its_background_reaches_the_model_with_its_conclusion(rag_files):
+    from pmc_rag.evaluation.runner import without_generation
+
+    def without_paper_findings(spec: dict) -> None:
+        without_generation(spec)
+        del spec["components"]["paper_findings"]
+        spec["connections"] = [c for c in spec["connections"] if "paper_findings" not in c["receiver"]]
+        for connection in spec["connections"]:
+            if connection["sender"] == "paper_findings.documents":
+                connection["sender"] = "budget.documents"
+
+    table, folder = rag_files
+    # the opening words of PMC3166277's background, asked: its closest passage is that background
+    question = ("Despite identical genotypes and seemingly uniform environments, stochastic gene expression and other "
+                "dynamic intracellular?")
+    shown = {}
+    for name, edit in (("rag", without_generation), ("without", without_paper_findings)):
+        pipeline = load_declared_pipeline(pipeline_file_for("rag", table, folder), edit=edit)
+        excerpts = pipeline.run(question=question, top_k=5)["excerpts"]
+        shown[name] = [d.meta["section"] for d in excerpts if d.meta["source_id"] == "PMC3166277"]
+    # Of this paper, only its background is among the closest excerpts; its conclusion is added to them.
+    assert shown["without"] and not any("Conclusion" in section for section in shown["without"])
+    assert shown["rag"][:len(shown["without"])] == shown["without"] and "Abstract: Conclusions" in shown["rag"]
+
+
 def test_renaming_components_in_the_yaml_changes_nothing_but_their_lines(rag_files):
     """What the answering code reads comes from declared outputs: rename the budget and the retrievers, update
     only `outputs:` (and the connections), and the excerpts, sources and timings still come through."""
