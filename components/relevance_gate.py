@@ -7,7 +7,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pmc_rag.components.citations import canonical_id, content_words, quoted_words
+from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
 
 # Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
 # about ...") are rare in papers but are not what the question is about: they never count as its specific words.
@@ -163,11 +163,13 @@ class RelevanceGate:
         prostate morphology ... has any effect" was kept and the conclusion held back, so only the aim could be
         quoted)."""
         known = {d.id: d.score for d in scored}
-        similarity = {d.id: known.get(d.id, _cosine(query_embedding, d.embedding)) for d in documents}
-        close = {canonical_id(str(d.meta.get("source_id", ""))) for d in documents
-                 if similarity[d.id] is None or similarity[d.id] >= best - self.max_gap}
-        return [d for d in documents if d.id in covering or canonical_id(str(d.meta.get("source_id", ""))) in close
-                or similarity[d.id] is None] or documents
+
+        def close(document: Document) -> bool:
+            similarity = known.get(document.id, _cosine(query_embedding, document.embedding))
+            return similarity is None or similarity >= best - self.max_gap
+
+        kept = {d.id for chunks in by_paper(documents).values() if any(map(close, chunks)) for d in chunks}
+        return [d for d in documents if d.id in covering or d.id in kept] or documents
 
     def _specific(self, word_shares: dict[str, float], asked: set[str]) -> list[str]:
         """The question's specific words: in at most `specific_word_max_share` of the chunks, not a follow-up's
