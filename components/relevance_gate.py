@@ -10,9 +10,11 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
 
 # Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
-# about ...") are rare in papers but are not what the question is about: they never count as its specific words.
+# about ...", "Contrast robotic with laparoscopic surgery", "Ketamine versus morphine: which is better?") are rare
+# in papers but are not what the question is about: they never count as its specific words.
 _REQUEST_WORD = re.compile(r"^(?:summar(?:y|ies|i[sz]e[ds]?|i[sz]ing)|overview|outline|briefly|tl;?dr|explain|"
-                           r"describe|give|tell|list|please)$", re.IGNORECASE)
+                           r"describe|give|tell|list|please|compar(?:e[sd]?|ing|isons?)|contrast(?:s|ed|ing)?|"
+                           r"versus|vs|better|worse)$", re.IGNORECASE)
 
 
 @component
@@ -36,9 +38,12 @@ class RelevanceGate:
     treatment-resistant depression?", answered by excerpts on depression that never mention stimulation) needs
     `min_similarity_with_absent_words`: the excerpts are about part of the question only.
 
-    With `specific_words_together`, the question's specific words must also all be named by one paper (its
-    excerpts let through, or its title): "Do statins prevent dementia?" is not answered by a statin trial and a
-    dementia cohort, each close to half of it.
+    And a question whose rarest specific words (the `words_together` rarest) no one paper names together (in its
+    excerpts let through, or its title) needs `min_similarity_with_words_apart`: "Is bruxism associated with
+    osteonecrosis?" is not answered by a bruxism study and an osteonecrosis study, each close to half of it. Only
+    for the question kinds in `words_apart_routes` when a router says the kind: a comparison, an overview or a
+    question in several parts may draw each part from another paper (and excerpts chosen to cover a part,
+    `covering`, are always exempt).
 
     Usage:
     ```python
@@ -52,7 +57,8 @@ class RelevanceGate:
     def __init__(self, *, min_similarity: float = 0.5, max_gap: float | None = None, closest_papers: int = 3,
                  min_similarity_with_unknown_words: float | None = None,
                  min_similarity_with_absent_words: float | None = None, specific_word_max_share: float = 0.01,
-                 specific_words_together: bool = False):
+                 min_similarity_with_words_apart: float | None = None, words_together: int | None = 3,
+                 words_apart_routes: list[str] | None = None):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -65,20 +71,28 @@ class RelevanceGate:
         :param min_similarity_with_absent_words: The least similarity instead, when some of the question's specific
             words are in none of the excerpts let through; None: absent words change nothing.
         :param specific_word_max_share: A word is specific when at most this share of the chunks contain it.
-        :param specific_words_together: Whatever the similarity, answer only when one paper names all the question's
-            specific words (in its excerpts let through or its title).
+        :param min_similarity_with_words_apart: The least similarity instead, when no one paper names the question's
+            rarest specific words together (in its excerpts let through or its title); None: words named apart
+            change nothing. Above 1: never answered then, however close the excerpts.
+        :param words_together: How many of the question's specific words, the rarest first, one paper must name
+            together (at least two, else the rule has nothing to join); None: all of them.
+        :param words_apart_routes: The question kinds (`QuestionRouter`'s `route`) that
+            `min_similarity_with_words_apart` applies to; None: every question. A question with no route is judged.
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words)
         if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or (
-                max_gap is not None and max_gap < 0) or not 0 <= specific_word_max_share <= 1:
+                max_gap is not None and max_gap < 0) or not 0 <= specific_word_max_share <= 1 or (
+                words_together is not None and words_together < 2):
             raise ValueError("min_similarity, min_similarity_with_unknown_words and min_similarity_with_absent_words "
                              "must be between -1 and 1, specific_word_max_share between 0 and 1, max_gap and "
-                             "closest_papers 0 or more")
+                             "closest_papers 0 or more, words_together 2 or more (or null: all)")
         self.min_similarity = min_similarity
         self.min_similarity_with_unknown_words = min_similarity_with_unknown_words
         self.min_similarity_with_absent_words = min_similarity_with_absent_words
         self.specific_word_max_share = specific_word_max_share
-        self.specific_words_together = specific_words_together
+        self.min_similarity_with_words_apart = min_similarity_with_words_apart
+        self.words_together = words_together
+        self.words_apart_routes = words_apart_routes
         self.max_gap = max_gap
         self.closest_papers = closest_papers
 
@@ -88,7 +102,8 @@ class RelevanceGate:
                                min_similarity_with_unknown_words=self.min_similarity_with_unknown_words,
                                min_similarity_with_absent_words=self.min_similarity_with_absent_words,
                                specific_word_max_share=self.specific_word_max_share,
-                               specific_words_together=self.specific_words_together)
+                               min_similarity_with_words_apart=self.min_similarity_with_words_apart,
+                               words_together=self.words_together, words_apart_routes=self.words_apart_routes)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
@@ -98,7 +113,7 @@ class RelevanceGate:
     def run(self, documents: list[Document], scored: list[Document] | None = None,
             query_embedding: list[float] | None = None, unknown_words: list[str] | None = None,
             topic_question: str | None = None, word_shares: dict[str, float] | None = None,
-            covering: list[str] | None = None) -> dict[str, Any]:
+            covering: list[str] | None = None, route: str | None = None) -> dict[str, Any]:
         """
         :param documents: The excerpts chosen for the prompt.
         :param scored: The semantic retriever's results, with their similarity scores.
@@ -112,6 +127,7 @@ class RelevanceGate:
         :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`).
         :param covering: Ids of excerpts chosen to cover one subject of a comparison or one part of a question
             (`ExcerptBalance`): `max_gap` does not hold those back, since they are close to their part, not the whole.
+        :param route: The question's kind, when a router says it (for `words_apart_routes`).
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
             words.
@@ -130,8 +146,9 @@ class RelevanceGate:
                 kept = self._close_papers(documents, scored, best, query_embedding, covering or [])
             if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
                 absent = self._absent_words(word_shares or {}, kept, asked)
-            apart = self._named_apart(word_shares or {}, kept, asked) if self.specific_words_together and \
-                not absent else []
+            if not absent and not covering and self._judges_words_apart(route) and \
+                    best < self.min_similarity_with_words_apart:
+                apart = self._named_apart(word_shares or {}, kept, asked)
             if not absent and not apart:
                 return {"documents": kept}
         closest, seen = [], set()
@@ -171,6 +188,10 @@ class RelevanceGate:
         kept = {d.id for chunks in by_paper(documents).values() if any(map(close, chunks)) for d in chunks}
         return [d for d in documents if d.id in covering or d.id in kept] or documents
 
+    def _judges_words_apart(self, route: str | None) -> bool:
+        return self.min_similarity_with_words_apart is not None and (
+            route is None or self.words_apart_routes is None or route in self.words_apart_routes)
+
     def _specific(self, word_shares: dict[str, float], asked: set[str]) -> list[str]:
         """The question's specific words: in at most `specific_word_max_share` of the chunks, not a follow-up's
         topic question's, and not a word of the request itself."""
@@ -178,9 +199,11 @@ class RelevanceGate:
                 and w.lower() not in asked and not _REQUEST_WORD.match(w)]
 
     def _named_apart(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
-        """The question's specific words when no one paper's excerpts and title name them all, else []."""
-        specific = [w for w in self._specific(word_shares, asked) if content_words(w)]
-        if not specific:
+        """The question's `words_together` rarest specific words when no one paper's excerpts and title name them
+        all, else []."""
+        specific = sorted((w for w in self._specific(word_shares, asked) if content_words(w)), key=word_shares.get)
+        specific = specific[:self.words_together] if self.words_together else specific
+        if len(specific) < 2:
             return []
         texts: dict[str, list[str]] = {}
         for document in excerpts:

@@ -113,23 +113,42 @@ def test_a_question_whose_specific_words_no_excerpt_mentions_needs_a_closer_matc
     assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
 
 
-def test_with_specific_words_together_one_paper_must_name_them_all_however_close_the_excerpts():
-    gate = RelevanceGate(min_similarity=0.5, specific_words_together=True)
-    statins = Document(id="s", content="Statins lowered LDL cholesterol in older adults.", score=0.8,
-                       meta={"source_id": "PMC1", "title": "Statins in the elderly"})
-    dementia = Document(id="d", content="Dementia incidence rose with age in this cohort.", score=0.78,
-                        meta={"source_id": "PMC2", "title": "A dementia cohort"})
+def test_subjects_no_one_paper_names_together_need_a_closer_match_unless_they_are_parts_to_compare():
+    gate = RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65)
+
+    def excerpt(id_, content, title, source, score):
+        return Document(id=id_, content=content, score=score, meta={"source_id": source, "title": title})
+
+    statins = excerpt("s", "Statins lowered LDL cholesterol in older adults.", "Statins in the elderly", "PMC1", 0.62)
+    dementia = excerpt("d", "Dementia incidence rose with age in this cohort.", "A dementia cohort", "PMC2", 0.6)
     shares = {"statins": 0.004, "prevent": 0.03, "dementia": 0.005}
     apart = gate.run(documents=[statins, dementia], scored=[statins, dementia], word_shares=shares)
     assert "documents" not in apart and apart["why_unanswered"].startswith(
         "No paper found names 'statins' and 'dementia' together")
-    both = Document(id="b", content="Statin use was associated with less dementia.", score=0.7,
-                    meta={"source_id": "PMC3", "title": "Statins and cognition"})
+    # close enough to the whole question: answered, as before the rule
+    closer = [excerpt("s", statins.content, "Statins in the elderly", "PMC1", 0.7), dementia]
+    assert gate.run(documents=closer, scored=closer, word_shares=shares) == {"documents": closer}
+    # a comparison's subjects are meant to come from different papers
+    assert gate.run(documents=[statins, dementia], scored=[statins, dementia], word_shares=shares,
+                    covering=["s", "d"]) == {"documents": [statins, dementia]}
+    routed = RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65, words_apart_routes=["single"])
+    assert "documents" in routed.run(documents=[statins, dementia], scored=[statins, dementia], word_shares=shares,
+                                     route="compare")
+    assert "documents" not in routed.run(documents=[statins, dementia], scored=[statins, dementia],
+                                         word_shares=shares, route="single")
+    assert RelevanceGate.from_dict(routed.to_dict()).words_apart_routes == ["single"]
+    both = excerpt("b", "Statin use was associated with less dementia.", "Statins and cognition", "PMC3", 0.6)
     assert gate.run(documents=[statins, both], scored=[statins, both], word_shares=shares) == {
         "documents": [statins, both]}
-    titled = Document(id="t", content="Use was associated with less decline.", score=0.7,
-                      meta={"source_id": "PMC4", "title": "Statins and dementia"})  # the title names them
-    assert "documents" in gate.run(documents=[titled], scored=[titled], word_shares=shares)
+    titled = excerpt("t", "Use was associated with less decline.", "Statins and dementia", "PMC4", 0.6)
+    assert "documents" in gate.run(documents=[titled], scored=[titled], word_shares=shares)  # its title names them
+    # only the rarest `words_together` must be named together: a third, less rare word may be elsewhere
+    more = {**shares, "nursing": 0.009}
+    assert "documents" in RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65,
+                                        words_together=2).run(documents=[both], scored=[both], word_shares=more)
+    assert "documents" not in RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65,
+                                            words_together=None).run(documents=[both], scored=[both], word_shares=more)
     assert "documents" in RelevanceGate(min_similarity=0.5).run(documents=[statins, dementia],
                                                                 scored=[statins, dementia], word_shares=shares)
-    assert RelevanceGate.from_dict(gate.to_dict()).specific_words_together
+    assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
+    assert gate.to_dict()["init_parameters"]["min_similarity_with_words_apart"] == 0.65
