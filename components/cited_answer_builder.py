@@ -272,7 +272,7 @@ class CitedAnswerBuilder:
         if unaddressed:
             closest = [chunks[0] for chunks in by_id.values()]
             return self._not_answered(question, closest, (
-                f"The papers under discussion do not answer this: what they support says nothing about "
+                f"The papers under discussion do not answer this: nothing they support compares it with "
                 f"{quoted_words(unaddressed)}."), model_asked=True)
         numbers: dict[str, int] = {}
         sentences, citations = [], []
@@ -368,14 +368,14 @@ class CitedAnswerBuilder:
             why = ("a question, or the question restated" if restates_question(text, question) else
                    "about the excerpts, not a finding" if _ABOUT_THE_EXCERPTS.search(text) else
                    "what a study set out to do, not a finding" if states_an_aim(without_verdict(text)) else None)
-            if why:
-                left_out.append((text, why))
+            if why or (not claim["cited"] and not self.show_uncited):
+                left_out.append((text, why or "no citation: no excerpt was found to support it"))
                 withheld = withheld or (verdict.group(1) if verdict else "")
                 continue
-            if not claim["cited"] and not self.show_uncited:
-                left_out.append((text, "no citation: no excerpt was found to support it"))
-                withheld = withheld or (verdict.group(1) if verdict else "")
-                continue
+            because = _BECAUSE_OF_THE_LAST.match(text)
+            if because:
+                rest = text[because.end():]
+                claim = {**claim, "text": rest[:1].upper() + rest[1:]}
             if verdict and self.verdicts != "model" and (self.verdicts == "none" or not self._supported(claim)):
                 withheld = withheld or verdict.group(1)
                 rest = without_verdict(text)
@@ -393,7 +393,9 @@ class CitedAnswerBuilder:
         compared &= _follow_up_words(question, topic_question)
         new = [w for w, share in (word_shares or {}).items()
                if share <= self.specific_word_max_share and content_words(w) and content_words(w) <= compared]
-        said = content_words(" ".join(c["text"] for c in claims))
+        # Naming it is not comparing with it: "both gefitinib and erlotinib ... outperform chemotherapy" (a paper's
+        # background) does not say how erlotinib compares with gefitinib.
+        said = content_words(" ".join(c["text"] for c in claims if _COMPARES.search(c["text"])))
         return [] if any(content_words(w) <= said for w in new) else new
 
     @staticmethod
@@ -639,6 +641,11 @@ _ABOUT_THE_EXCERPTS = re.compile(
     r"(?:not\s+)?(?:answer|mention|state|say|provide|discuss|contain|address|describe|report|indicate|suggest|"
     r"show|specify)", re.IGNORECASE)
 
+# "This is because ...": the model's causal link to the sentence before, which no check reads (each sentence is
+# checked alone, and the one before may be left out, so "this" points at nothing shown). The rest was checked.
+_BECAUSE_OF_THE_LAST = re.compile(r"^(?:this|that|these|it) (?:is|was|may be|might be) (?:because|due to)"
+                                  r"(?: the fact that)?,? ", re.IGNORECASE)
+
 # The request echoed as a label: "Summary: ...", "TL;DR: ...", "Key results of 'Quantifying ...': The paper ..."
 _REQUEST_LABEL = re.compile(r"^(?:summary|tl;?\s?dr|overview|key (?:results|findings)|main findings|in summary|"
                             r"outline)\b[^:]{0,160}:\s+(?=[A-Z])", re.IGNORECASE)
@@ -648,6 +655,9 @@ _COMPARISON_POLICIES = ("model", "quoted")
 _VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)
 
 # "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
+# A sentence that compares: "longer than", "compared with", "did not differ", "similar", "superior".
+_COMPARES = re.compile(r"\b(?:compar\w*|versus|vs\b|than|superior|inferior|similar\w*|equivalen\w*|differ\w*|"
+                       r"between)", re.IGNORECASE)
 _COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
                             re.IGNORECASE)
 

@@ -220,13 +220,17 @@ def test_a_follow_up_whose_answer_ignores_what_it_compares_with_is_not_answered(
                       word_shares=shares)
     assert follow_up["flags"]["not_answered"] and follow_up["answer"].startswith("The indexed papers do not answer")
     assert follow_up["citations"] == [] and follow_up["references"] == []
-    assert "says nothing about 'gefitinib'" in follow_up["notes"][0] and "No model was asked" not in \
+    assert "compares it with 'gefitinib'" in follow_up["notes"][0] and "No model was asked" not in \
         follow_up["notes"][0]
     assert [p["source_id"] for p in follow_up["not_answering"]] == ["PMC4816447", "PMID:15703931"]
-    # Speaking of it answers; so does any answer to a question that is not a follow-up, or names nothing new.
+    # Naming it is not comparing with it (the FIELT paper's background, quoted in a test conversation).
     excerpts = [Document(id="g", content="Gefitinib and erlotinib both outperform chemotherapy as first-line "
-                                         "therapy.", meta={"source_id": "PMC4816447"})]
-    assert not build("Gefitinib and erlotinib both outperform chemotherapy [PMC4816447].", excerpts,
+                                         "therapy. Erlotinib gave longer progression-free survival than gefitinib.",
+                         meta={"source_id": "PMC4816447"})]
+    assert build("Gefitinib and erlotinib both outperform chemotherapy [PMC4816447].", excerpts,
+                 topic_question=topic, word_shares=shares)["flags"].get("not_answered")
+    # Comparing with it answers; so does any answer to a question that is not a follow-up, or names nothing new.
+    assert not build("Erlotinib gave longer progression-free survival than gefitinib [PMC4816447].", excerpts,
                      topic_question=topic, word_shares=shares)["flags"].get("not_answered")
     assert not build("Erlotinib prolonged progression-free survival [PMC4816447].",
                      word_shares=shares)["flags"].get("not_answered")

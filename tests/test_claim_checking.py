@@ -466,3 +466,13 @@ def test_remarks_on_the_excerpts_and_aims_are_not_findings():
     assert answer["answer"] == "Skin rash was the most common adverse event [1]."
     notes = " ".join(answer["notes"])
     assert "about the excerpts, not a finding" in notes and "what a study set out to do" in notes
+
+
+def test_a_causal_link_to_the_sentence_before_is_not_shown_as_a_finding():
+    question = "Does erlotinib work in EGFR-mutant lung cancer?"
+    answer = built("Yes, erlotinib works in EGFR-mutant lung cancer. This is because erlotinib prolonged "
+                   "progression-free survival in patients with EGFR-mutant lung adenocarcinoma [PMC4816447].", question)
+    # the first sentence restates the question and is left out; "This is because" would point at nothing shown,
+    # and no check reads a link between two sentences
+    assert answer["answer"].startswith("Erlotinib prolonged progression-free survival in patients with EGFR-mutant")
+    assert "because" not in answer["answer"]
