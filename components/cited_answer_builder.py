@@ -654,10 +654,11 @@ _VERDICT_POLICIES = ("checked", "none", "model")
 _COMPARISON_POLICIES = ("model", "quoted")
 _VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)
 
-# "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
 # A sentence that compares: "longer than", "compared with", "did not differ", "similar", "superior".
 _COMPARES = re.compile(r"\b(?:compar\w*|versus|vs\b|than|superior|inferior|similar\w*|equivalen\w*|differ\w*|"
                        r"between)", re.IGNORECASE)
+
+# "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
 _COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
                             re.IGNORECASE)
 
