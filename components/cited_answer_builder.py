@@ -219,6 +219,9 @@ class CitedAnswerBuilder:
             claims, _ = self._with_each_subject(quoted, quoted, subqueries or [], subjects or [], documents)
             notes.append("A comparison is answered with each paper's own findings, quoted, one for each subject "
                          "(comparisons: quoted): the model's sentences are not shown.")
+            if len(subjects or []) >= 2 and not _compares_subjects(claims, subjects):
+                notes.append(f"No sentence quoted here compares {' with '.join(map(repr, subjects))}: each is one "
+                             "paper's finding on one of them, and the papers shown do not compare them.")
         elif extractive:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
             claims = (self._extract_per_part(subqueries, subjects or [], documents) if subqueries else []) or \
@@ -688,6 +691,12 @@ def _others_cited_to_the_first(claims: list[dict[str, Any]], first_paper: Any
 
 def _cited_papers(claims: list[dict[str, Any]]) -> set[str]:
     return {canonical_id(p) for c in claims for p in c.get("cited") or []}
+
+
+def _compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> bool:
+    """Whether a claim compares the subjects: it names each of them and says how they compare ("than", ...)."""
+    named = [content_words(s) for s in subjects if content_words(s)]
+    return any(_COMPARES.search(c["text"]) and all(w <= content_words(c["text"]) for w in named) for c in claims)
 
 
 def _follow_up_words(question: str, topic_question: str) -> set[str]:

@@ -803,6 +803,28 @@ def test_a_comparison_whose_subjects_no_excerpt_names_is_answered_as_any_questio
     assert empty["flags"]["not_answered"] and empty["answer"] == "The indexed papers do not answer this question."
 
 
+def test_a_quoted_comparison_says_when_no_sentence_quoted_compares_the_subjects():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    routed = {"route": "compare", "subjects": ["gefitinib", "erlotinib"],
+              "subqueries": ["gefitinib lung cancer", "erlotinib lung cancer"]}
+    apart = [_doc("g", "PMID:1", "Gefitinib prolonged progression-free survival in EGFR-mutant lung cancer.",
+                  "Conclusions"),
+             _doc("e", "PMID:2", "Erlotinib was well tolerated and active as first-line therapy in lung cancer.",
+                  "Conclusions")]
+    builder = CitedAnswerBuilder(comparisons="quoted")
+    answer = builder.run(question="How does gefitinib compare with erlotinib?", documents=apart, claims=[],
+                         raw_answer="Gefitinib is better.", **routed)["answer"]
+    assert {r["source_id"] for r in answer["references"]} == {"PMID:1", "PMID:2"}
+    assert any(n.startswith("No sentence quoted here compares 'gefitinib' with 'erlotinib'") for n in answer["notes"])
+    compared = [_doc("c", "PMID:3", "Erlotinib gave longer progression-free survival than gefitinib in EGFR-mutant "
+                                    "lung cancer.", "Conclusions")]
+    answer = builder.run(question="How does gefitinib compare with erlotinib?", documents=compared, claims=[],
+                         raw_answer="Gefitinib is better.", **routed)["answer"]
+    assert answer["answer"].startswith("Erlotinib gave longer progression-free survival than gefitinib")
+    assert not any(n.startswith("No sentence quoted here compares") for n in answer["notes"])
+
+
 def test_the_similarity_layer_cannot_send_a_question_where_its_route_has_nothing_to_do():
     import numpy as np
 
