@@ -637,12 +637,13 @@ class CitedAnswerBuilder:
         }
 
 
-# "The excerpts do not answer the question", "The excerpt states that ...": a remark on the prompt, not a finding.
+# "The excerpts do not answer the question", "The excerpt states that ...", "The paper does not compare ...": a remark
+# on the prompt or the paper, not a finding.
 _ABOUT_THE_EXCERPTS = re.compile(
     r"\bexcerpts?\b|\baccording to the (?:passages?|context|sources?|texts?)\b|"
-    r"\b(?:the|these|this|provided|given) (?:passages?|context|texts?|sources?|abstracts?) (?:do|does|did)?\s*"
-    r"(?:not\s+)?(?:answer|mention|state|say|provide|discuss|contain|address|describe|report|indicate|suggest|"
-    r"show|specify)", re.IGNORECASE)
+    r"\b(?:the|these|this|provided|given) (?:passages?|context|texts?|sources?|abstracts?|papers?|articles?) "
+    r"(?:do|does|did)?\s*(?:not\s+)?(?:answer|mention|state|say|provide|discuss|contain|address|describe|report|"
+    r"indicate|suggest|show|specify|compare)", re.IGNORECASE)
 
 # "This is because ...": the model's causal link to the sentence before, which no check reads (each sentence is
 # checked alone, and the one before may be left out, so "this" points at nothing shown). The rest was checked.
@@ -694,9 +695,15 @@ def _cited_papers(claims: list[dict[str, Any]]) -> set[str]:
 
 
 def _compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> bool:
-    """Whether a claim compares the subjects: it names each of them and says how they compare ("than", ...)."""
+    """Whether a claim compares the subjects: it names each of them (half a subject's words or more: "cold knife
+    cone" for "cold knife conization") and says how they compare ("than", "compared", ...)."""
     named = [content_words(s) for s in subjects if content_words(s)]
-    return any(_COMPARES.search(c["text"]) and all(w <= content_words(c["text"]) for w in named) for c in claims)
+
+    def compares(text: str) -> bool:
+        words = content_words(text)
+        return bool(_COMPARES.search(text)) and all(2 * len(subject & words) >= len(subject) for subject in named)
+
+    return any(compares(c["text"]) for c in claims)
 
 
 def _follow_up_words(question: str, topic_question: str) -> set[str]:

@@ -466,6 +466,10 @@ def test_remarks_on_the_excerpts_and_aims_are_not_findings():
     assert answer["answer"] == "Skin rash was the most common adverse event [1]."
     notes = " ".join(answer["notes"])
     assert "about the excerpts, not a finding" in notes and "what a study set out to do" in notes
+    # the model describing the paper, in words the paper has: not a finding either
+    remark = built("This paper describes progression-free survival with erlotinib in EGFR-mutant lung adenocarcinoma "
+                   "[PMC4816447]. Skin rash was the most common adverse event [PMC4816447].", question)
+    assert remark["answer"] == "Skin rash was the most common adverse event [1]."
 
 
 def test_a_causal_link_to_the_sentence_before_is_not_shown_as_a_finding():
