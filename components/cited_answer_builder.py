@@ -376,13 +376,11 @@ class CitedAnswerBuilder:
                 withheld = withheld or (verdict.group(1) if verdict else "")
                 continue
             because = _BECAUSE_OF_THE_LAST.match(text)
-            if because:
-                rest = text[because.end():]
-                claim = {**claim, "text": rest[:1].upper() + rest[1:]}
-            if verdict and self.verdicts != "model" and (self.verdicts == "none" or not self._supported(claim)):
+            if because:  # never with a verdict: the sentence begins with "This is because"
+                claim = {**claim, "text": _capitalised(text[because.end():])}
+            elif verdict and self.verdicts != "model" and (self.verdicts == "none" or not self._supported(claim)):
                 withheld = withheld or verdict.group(1)
-                rest = without_verdict(text)
-                claim = {**claim, "text": rest[:1].upper() + rest[1:]}
+                claim = {**claim, "text": _capitalised(without_verdict(text))}
             shown.append(claim)
         return shown, left_out, withheld
 
@@ -697,13 +695,18 @@ def _cited_papers(claims: list[dict[str, Any]]) -> set[str]:
 def _compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> bool:
     """Whether a claim compares the subjects: it names each of them (half a subject's words or more: "cold knife
     cone" for "cold knife conization") and says how they compare ("than", "compared", ...)."""
-    named = [content_words(s) for s in subjects if content_words(s)]
+    named = [words for words in map(content_words, subjects) if words]
 
     def compares(text: str) -> bool:
         words = content_words(text)
         return bool(_COMPARES.search(text)) and all(2 * len(subject & words) >= len(subject) for subject in named)
 
     return any(compares(c["text"]) for c in claims)
+
+
+def _capitalised(text: str) -> str:
+    """The text with its first letter a capital: what is left of a sentence after its opening words were cut."""
+    return text[:1].upper() + text[1:]
 
 
 def _follow_up_words(question: str, topic_question: str) -> set[str]:
@@ -773,5 +776,5 @@ def _without_section_label(text: str, documents: list[Document]) -> str:
     for section in sorted({str(d.meta.get("section") or "") for d in documents}, key=len, reverse=True):
         if section and text.lower().startswith(section.lower() + ":"):
             rest = text[len(section) + 1:].strip()
-            return rest[:1].upper() + rest[1:] if rest else text
+            return _capitalised(rest) if rest else text
     return text

@@ -146,8 +146,7 @@ class RelevanceGate:
                 kept = self._close_papers(documents, scored, best, query_embedding, covering or [])
             if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
                 absent = self._absent_words(word_shares or {}, kept, asked)
-            if not absent and not covering and self._judges_words_apart(route) and \
-                    best < self.min_similarity_with_words_apart:
+            if not absent and not covering and self._judges_words_apart(route, best):
                 apart = self._named_apart(word_shares or {}, kept, asked)
             if not absent and not apart:
                 return {"documents": kept}
@@ -188,8 +187,9 @@ class RelevanceGate:
         kept = {d.id for chunks in by_paper(documents).values() if any(map(close, chunks)) for d in chunks}
         return [d for d in documents if d.id in covering or d.id in kept] or documents
 
-    def _judges_words_apart(self, route: str | None) -> bool:
-        return self.min_similarity_with_words_apart is not None and (
+    def _judges_words_apart(self, route: str | None, best: float) -> bool:
+        """Whether a question of this kind, this close to its best match, must have its rare words in one paper."""
+        return self.min_similarity_with_words_apart is not None and best < self.min_similarity_with_words_apart and (
             route is None or self.words_apart_routes is None or route in self.words_apart_routes)
 
     def _specific(self, word_shares: dict[str, float], asked: set[str]) -> list[str]:
