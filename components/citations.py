@@ -147,9 +147,35 @@ you your study studies patients results however therefore thus yes non
 _STEMMER = snowballstemmer.stemmer("english")
 
 
+# British spellings rewritten to American before stemming, which keeps them apart ("normalised" -> "normalis",
+# "normalized" -> "normal"): papers from both sides of the Atlantic must support each other's words. Applied to
+# the claim and the evidence alike, so a rule that also rewrites an unrelated word ("exercise" -> "exercize") is
+# harmless unless it makes two real words one; each rule is narrowed to avoid that ("four" stays).
+_AMERICAN_SPELLINGS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"(?<=[a-z]{3})is(e|ed|es|ing|ation|ations|er|ers)$", r"iz\1"),   # randomised, normalisation
+    (r"(?<=[a-z]{2})ys(e|ed|es|ing)$", r"yz\1"),                       # analysed, paralysed
+    (r"(?<=[a-z]{2})our(s|ed|ing|ite|ites|able)?$", r"or\1"),           # tumour, behaviour, odour
+    (r"(haem|aem|paed|gynaec|caes|anaes|faec|^aetiol)", None),          # haemorrhage, anaemia, paediatric
+    (r"^(oesoph|oedem|oestr|foet|coel|homoeo)", None),                  # oesophagus, oedema, oestrogen, foetal
+    (r"(?<=[a-z]{3})oea(s|l)?$", r"ea\1"),                              # diarrhoea, dyspnoea
+    (r"(?<=[a-z]{2})(t|b)re(s)?$", r"\1er\2"),                          # centre, litre, fibre
+    (r"(?<=[a-z]{3})ogue(s)?$", r"og\1"),                               # analogue, catalogue
+    (r"^ageing$", "aging"),
+)]
+
+
+def _american(word: str) -> str:
+    for pattern, replacement in _AMERICAN_SPELLINGS:
+        if replacement is None:   # a digraph inside a word part: "ae" and "oe" become "e"
+            word = pattern.sub(lambda m: m.group(0).replace("ae", "e").replace("oe", "e"), word)
+        else:
+            word = pattern.sub(replacement, word)
+    return word
+
+
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _STEMMER.stemWord(word)
+    return _STEMMER.stemWord(_american(word))
 
 
 def content_words(text: str) -> set[str]:
@@ -157,7 +183,8 @@ def content_words(text: str) -> set[str]:
     Stems of the text's words of three or more characters, minus stop words.
 
     Hyphenated words count as their parts and words are reduced to their Snowball (Porter 2) stems, so that
-    "progression-free survival" matches "progression free survival" and "EGFR-mutant" matches "EGFR mutation".
+    "progression-free survival" matches "progression free survival" and "EGFR-mutant" matches "EGFR mutation";
+    British spellings count as American ones ("tumours" matches "tumors", "anaemia" "anemia").
     """
     return {_stem(word) for word in re.findall(r"[a-z0-9]{3,}", normalise_text(text).lower())
             if word not in _STOP_WORDS}

@@ -175,6 +175,21 @@ def test_support_matches_word_forms_and_hyphenation_but_not_yes_or_no():
     assert support("Aspirin lowers blood pressure in elderly women.", evidence) == 0.0
 
 
+def test_british_and_american_spellings_support_each_other_and_nothing_else():
+    from pmc_rag.components.citations import content_words, support
+
+    for british, american in [("randomised", "randomized"), ("normalisation", "normalization"),
+                              ("tumours", "tumors"), ("haemorrhage", "hemorrhage"), ("anaemia", "anemia"),
+                              ("oesophageal", "esophageal"), ("paediatric", "pediatric"), ("diarrhoea", "diarrhea"),
+                              ("multicentre", "multicenter"), ("analysed", "analyzed"), ("analogue", "analog"),
+                              ("foetal", "fetal"), ("aetiology", "etiology"), ("ageing", "aging")]:
+        assert content_words(british) == content_words(american), (british, american)
+    for word, other in [("four", "for"), ("hour", "hor"), ("aerobic", "erobic"), ("algae", "alge")]:
+        assert content_words(word) != content_words(other), word
+    assert support("Paediatric oesophageal tumours were randomised.",
+                   "Pediatric esophageal tumors were randomized in the trial.") == 1.0
+
+
 def test_quotations_skip_headings_and_figure_labels():
     labelled = [Document(id="f", content="Survival outcome. Kaplan-Meier curves of progression-free survival "
                                          "with erlotinib in the whole cohort.", meta={"source_id": "PMC4816447"})]
