@@ -214,7 +214,8 @@ def _fingerprint(path: Path, sha256: str) -> str:
 # 4-bit K-quants, for which llama.cpp's CPU build has no tinyBLAS matrix kernel; these two it has, so prompts
 # (most of an answer's time on a CPU) are read faster. Measured on 2 Zen 4 cores, 0.5B model (README, "Choosing
 # the embedded model"): f16 reads prompts 1.4x as fast and generates 0.9x, in 1.2 GB instead of 0.5 GB;
-# q8_0 1.24x and 0.96x, in 0.64 GB.
+# q8_0 1.24x and 0.96x, in 0.64 GB. On 2 Zen 3 cores (AVX2 only) f16 generates at half the speed, and q8_0
+# answers fastest of the three, so rag.yml asks for q8_0.
 REENCODINGS = {"f16": 1, "q8_0": 7}
 PACKAGED = "packaged"
 

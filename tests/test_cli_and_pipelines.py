@@ -14,7 +14,7 @@ from haystack import Pipeline
 from pmc_rag.pipeline_files import resolve_pipeline_spec
 from pmc_rag.pipelines import ALLOWED_MODULES, PipelineError, load_pipeline
 
-from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for
+from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for, rag_llm_spec
 
 PMC_RAG = [sys.executable, "-m", "pmc_rag.cli"]
 
@@ -122,11 +122,13 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
     assert re.search(r"Local model server \(qwen2.5-0.5b-instruct\) at http://127.0.0.1:\d+/v1: answered a test "
                      r"prompt in [\d.]+ s \(\d+ tokens/s\)", empty.stdout), empty.stdout
     assert (tmp_path / "home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").is_file()
-    # rag.yml's `weights: f16`: the copy is made here, once, not at the first question.
-    assert "Its weights re-encoded as f16" in empty.stdout
-    assert (tmp_path / "home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.as-f16.gguf").is_file()
+    # rag.yml's `weights:` (a re-encoding): the copy is made here, once, not at the first question.
+    weights = rag_llm_spec().weights
+    assert weights != "packaged" and f"Its weights re-encoded as {weights}" in empty.stdout
+    assert (tmp_path / f"home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.as-{weights}.gguf").is_file()
     status = pmc_rag("status", "--pipeline", str(yaml_path), "--answer-pipeline", str(rag), env=env)
-    assert re.search(r"weights: f16 \(\S+\.as-f16\.gguf\), generating with \d+ threads", status.stdout), status.stdout
+    assert re.search(rf"weights: {weights} \(\S+\.as-{weights}\.gguf\), generating with \d+ threads", status.stdout), \
+        status.stdout
     # Set-up made the empty table ready to search: the BM25 retriever finds its index (it never builds one).
     from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 

@@ -19,7 +19,7 @@ from pmc_rag.evaluation.metrics import (
 )
 from pmc_rag.evaluation.questions import QuestionFileError, load_questions
 
-from conftest import CORPUS, pipeline_file_for
+from conftest import CORPUS, pipeline_file_for, rag_llm_spec
 
 
 def chunk(chunk_id: str, source_id: str) -> Document:
@@ -317,7 +317,7 @@ def test_a_local_model_edit_repoints_the_generator_and_drops_ollama():
     assert [g["type"].rsplit(".", 1)[-1] for g in chain] == ["OpenAIChatGenerator", "EmptyReplyGenerator"]
     assert chain[0]["init_parameters"]["api_base_url"] == "http://127.0.0.1:1499/v1"
     assert chain[0]["init_parameters"]["model"] == "smollm2-135m-instruct"
-    assert spec["local_model"]["weights"] == "f16"   # rag.yml's own setting stays unless one is named
+    assert spec["local_model"]["weights"] == rag_llm_spec().weights   # rag.yml's own setting stays unless named
     _, spec = pipeline_spec("rag")
     with_local_model("qwen2.5-0.5b-instruct:packaged", 1499)(spec)
     assert spec["local_model"]["model"] == "qwen2.5-0.5b-instruct" and spec["local_model"]["weights"] == "packaged"

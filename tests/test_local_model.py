@@ -120,8 +120,9 @@ def test_the_model_server_speaks_the_openai_chat_api_in_its_own_process():
     assert report["pid"] != os.getpid() and report["extra_buffer_types"] is False
     assert report["model"] == MODEL and report["system_info"].startswith("CPU :")
     assert report["n_threads"] == max(1, os.cpu_count() // 2)  # generation: half the CPUs (see load_llama)
-    assert report["weights_asked"] == report["weights"] == "f16"   # as rag.yml asks: re-encoded once, served
-    assert report["model_path"].endswith(".as-f16.gguf")
+    weights = rag_llm_spec().weights
+    assert weights != "packaged" and report["weights_asked"] == report["weights"] == weights  # as rag.yml asks
+    assert report["model_path"].endswith(f".as-{weights}.gguf")   # re-encoded once, then served
     client = OpenAI(base_url=TEST_LLM_URL, api_key=os.environ[API_KEY_ENV], max_retries=0)
     messages = [{"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": "What is aspirin?"}]
     reply = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=30, temperature=0)
