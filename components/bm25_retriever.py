@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import psycopg
@@ -14,6 +15,7 @@ from psycopg_pool import ConnectionPool
 
 from pmc_rag.components.bm25_index import BM25IndexMissing, BM25Tables, bm25_index_exists
 from pmc_rag.components.chunk_rows import document_from_row
+from pmc_rag.components.spellings import american_variants
 from pmc_rag.components.sql_filters import filter_condition
 from pmc_rag.components.store_connection import open_pool, run_pooled, with_store_from_dict
 
@@ -224,12 +226,18 @@ class PgvectorBM25Retriever:
         top, fetch = self.tables.format(_TOP), self.tables.format(_FETCH, filters=filter_clause, embedding=embedding)
         shares = self.tables.format(_WORD_SHARES)
 
+        # A British spelling is searched with its American one ("haemodialysis hemodialysis"): the index keeps
+        # them apart, and a word is unknown only when neither spelling is indexed.
+        variants = american_variants(query)
+        searched = " ".join([query, *variants.values()]) if variants else query
+
         def search(connection: psycopg.Connection) -> tuple[list[dict[str, Any]], dict[str, float]]:
             with connection.cursor(row_factory=dict_row) as cursor:
-                rows = self._search(cursor, query, top_k, filters, where_params, top, fetch, exhaustive)
-                return rows, {row["word"]: row["share"] for row in cursor.execute(shares, (query,)).fetchall()}
+                rows = self._search(cursor, searched, top_k, filters, where_params, top, fetch, exhaustive)
+                return rows, {row["word"]: row["share"] for row in cursor.execute(shares, (searched,)).fetchall()}
 
         rows, word_shares = run_pooled(self._pool, search)
+        word_shares = _spellings_folded(word_shares, variants, query)
         return {"documents": [document_from_row(row) for row in rows],
                 "unknown_words": [word for word, share in word_shares.items() if share == 0],
                 "word_shares": word_shares}
@@ -250,3 +258,20 @@ class PgvectorBM25Retriever:
             wanted *= _FILTER_HEADROOM
         return cursor.execute(exhaustive, (query, self.max_query_terms, self.k1, self.b, self.b, *where_params,
                                            top_k)).fetchall()
+
+
+def _spellings_folded(word_shares: dict[str, float], variants: dict[str, str], query: str) -> dict[str, float]:
+    """The query's words with their shares, each British spelling as common as its American one if that is more
+    common; the American spellings added to the search are left out unless the query has them too."""
+    found = {word.lower(): word for word in word_shares}
+    asked = {word.lower() for word in re.findall(r"[^\W_]+", query)}
+    folded = dict(word_shares)
+    for british, american in variants.items():
+        added = found.get(american)
+        if added is None:
+            continue
+        if british in found:
+            folded[found[british]] = max(folded[found[british]], word_shares[added])
+        if american not in asked:
+            folded.pop(added, None)
+    return folded

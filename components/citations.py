@@ -19,6 +19,7 @@ import snowballstemmer
 from haystack import Document
 
 from pmc_rag.components.section_chunker import split_sentences
+from pmc_rag.components.spellings import american_spelling
 
 ID_PATTERN = _ID = re.compile(
     r"(?P<pmc>\bPMC\s?(?P<pmc_digits>\d{1,10})\b)"
@@ -147,35 +148,9 @@ you your study studies patients results however therefore thus yes non
 _STEMMER = snowballstemmer.stemmer("english")
 
 
-# British spellings rewritten to American before stemming, which keeps them apart ("normalised" -> "normalis",
-# "normalized" -> "normal"): papers from both sides of the Atlantic must support each other's words. Applied to
-# the claim and the evidence alike, so a rule that also rewrites an unrelated word ("exercise" -> "exercize") is
-# harmless unless it makes two real words one; each rule is narrowed to avoid that ("four" stays).
-_AMERICAN_SPELLINGS = [(re.compile(pattern), replacement) for pattern, replacement in (
-    (r"(?<=[a-z]{3})is(e|ed|es|ing|ation|ations|er|ers)$", r"iz\1"),   # randomised, normalisation
-    (r"(?<=[a-z]{2})ys(e|ed|es|ing)$", r"yz\1"),                       # analysed, paralysed
-    (r"(?<=[a-z]{2})our(s|ed|ing|ite|ites|able)?$", r"or\1"),           # tumour, behaviour, odour
-    (r"(haem|aem|paed|gynaec|caes|anaes|faec|^aetiol)", None),          # haemorrhage, anaemia, paediatric
-    (r"^(oesoph|oedem|oestr|foet|coel|homoeo)", None),                  # oesophagus, oedema, oestrogen, foetal
-    (r"(?<=[a-z]{3})oea(s|l)?$", r"ea\1"),                              # diarrhoea, dyspnoea
-    (r"(?<=[a-z]{2})(t|b)re(s)?$", r"\1er\2"),                          # centre, litre, fibre
-    (r"(?<=[a-z]{3})ogue(s)?$", r"og\1"),                               # analogue, catalogue
-    (r"^ageing$", "aging"),
-)]
-
-
-def _american(word: str) -> str:
-    for pattern, replacement in _AMERICAN_SPELLINGS:
-        if replacement is None:   # a digraph inside a word part: "ae" and "oe" become "e"
-            word = pattern.sub(lambda m: m.group(0).replace("ae", "e").replace("oe", "e"), word)
-        else:
-            word = pattern.sub(replacement, word)
-    return word
-
-
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _STEMMER.stemWord(_american(word))
+    return _STEMMER.stemWord(american_spelling(word))
 
 
 def content_words(text: str) -> set[str]:

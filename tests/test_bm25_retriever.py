@@ -106,6 +106,16 @@ def test_each_question_word_comes_with_the_share_of_chunks_that_contain_it(pubme
     assert shares["xyzzyplugh"] == 0 and 0 < shares["lace"] <= shares["plant"] < shares["patients"] < 1
 
 
+def test_a_british_spelling_finds_and_counts_the_american_one(pubmedqa_retriever):
+    american = pubmedqa_retriever.run(query="Outcomes of hemodialysis")
+    british = pubmedqa_retriever.run(query="Outcomes of haemodialysis")   # no chunk spells it so
+    assert british["unknown_words"] == [] and list(british["word_shares"]) == ["Outcomes", "haemodialysis"]
+    assert british["word_shares"]["haemodialysis"] == american["word_shares"]["hemodialysis"] > 0
+    assert [d.id for d in british["documents"]] == [d.id for d in american["documents"]]
+    both = pubmedqa_retriever.run(query="haemodialysis or hemodialysis")["word_shares"]
+    assert list(both) == ["haemodialysis", "hemodialysis"]   # a spelling asked for is kept
+
+
 def test_long_questions_and_sql_in_the_text_are_harmless(pubmedqa_retriever):
     long_question = " ".join(["intubation helicopter airway"] * 2000) + " lace plant mitochondria"
     assert pubmedqa_retriever.run(query=long_question)["documents"]
