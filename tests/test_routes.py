@@ -1,5 +1,5 @@
 """Questions beyond one paper (issue 34): the question router, a named paper read in order, excerpts balanced
-across compared subjects, and pipelines/rag_routed.yml end to end with the embedded model."""
+across compared subjects, and pipelines/rag.yml end to end with the embedded model."""
 
 from __future__ import annotations
 
@@ -339,7 +339,7 @@ def test_a_paper_found_by_its_methods_also_gives_its_conclusion(sample_store):
 
 @pytest.fixture(scope="module")
 def routed(tmp_path_factory, pmc_sample_table):
-    pipeline = load_declared_pipeline(pipeline_file_for("rag_routed", pmc_sample_table,
+    pipeline = load_declared_pipeline(pipeline_file_for("rag", pmc_sample_table,
                                                         tmp_path_factory.mktemp("routed")))
     pipeline.warm_up()
     return pipeline
@@ -411,7 +411,7 @@ def test_rest_chat_and_mcp_reach_the_routes(routed, pmc_sample_table, tmp_path):
 
     config = {"server": {"host": "127.0.0.1", "port": 1416}, "cache": {"max_entries": 0},
               "uploads": {"pipeline": str(pipeline_file_for("indexing", pmc_sample_table, tmp_path))},
-              "endpoints": [{"name": "routed", "pipeline": str(pipeline_file_for("rag_routed", pmc_sample_table,
+              "endpoints": [{"name": "routed", "pipeline": str(pipeline_file_for("rag", pmc_sample_table,
                                                                                   tmp_path)),
                              "kind": "answer", "rest": True, "chat": True, "parameters": ["filters", "top_k"]}]}
     path = tmp_path / "hayhooks.yml"
@@ -508,7 +508,7 @@ def test_an_excerpt_s_header_copied_by_the_model_is_not_shown_as_text():
 
 
 class FakeTextRetriever:
-    """A fake BM25 retriever (the real one is exercised by rag_routed.yml above): it returns the chunks that
+    """A fake BM25 retriever (the real one is exercised by rag.yml above): it returns the chunks that
     contain the query's first word, outside the filtered-out papers, and the share of chunks holding each word."""
 
     def __init__(self, chunks: list[Document]):
@@ -565,7 +565,7 @@ def test_the_evaluation_judges_a_comparison_s_evidence_from_the_corpus_not_from_
     assert not _both_sides_in_corpus({"evidence_for_each": {"children": ["PMC1"], "adults": []}})
     assert not _both_sides_in_corpus({"evidence_for_each": {"children": ["PMC1"], "adults": ["PMC1"]}})
     with pytest.raises(ValueError, match="unknown kind\\(s\\) of question: compares; the kinds are single"):
-        run_route_answers(["rag_routed"], kinds=["compares"], progress=False)
+        run_route_answers(["rag"], kinds=["compares"], progress=False)
 
 
 def test_each_kind_s_row_says_whether_not_answered_came_when_it_was_right():
@@ -574,7 +574,7 @@ def test_each_kind_s_row_says_whether_not_answered_came_when_it_was_right():
     from pmc_rag.evaluation.routes import _route_answer_summary, labelled_route_questions, route_answers_markdown
 
     def record(answerable: bool, not_answered: bool, cited: list[str]) -> dict:
-        return {"pipeline": "rag_routed", "kind": "compare", "route": "compare", "answerable": answerable,
+        return {"pipeline": "rag", "kind": "compare", "route": "compare", "answerable": answerable,
                 "not_answered": not_answered, "cited": cited, "quoted": False, "named_paper_only": None,
                 "sections_given": True, "subjects": [], "subjects_in_evidence": [], "evidence_for_each": None,
                 "seconds": 1.0}
@@ -586,7 +586,7 @@ def test_each_kind_s_row_says_whether_not_answered_came_when_it_was_right():
     assert (row["not_answered"], row["unanswerable"], row["unanswerable_not_answered"]) == (1, 2, 1)
     assert row["papers_cited_mean"] == 1.0 and row["two_or_more_papers"] == 1
     table = route_answers_markdown({"set": "dev", "per_kind": 2, "summary": rows})
-    assert "| rag_routed | compare | 2 | 4 of 4 |" in table and "| 1 of 2 |" in table
+    assert "| rag | compare | 2 | 4 of 4 |" in table and "| 1 of 2 |" in table
     unanswerable = [q for q in labelled_route_questions() if q.get("answerable") is False]
     assert {q["kind"] for q in unanswerable} == {"single", "summarise", "compare", "several", "overview",
                                                  "multi_step"}
