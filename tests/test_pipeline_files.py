@@ -85,6 +85,22 @@ def test_the_bases_are_plain_haystack_yaml():
         Pipeline.loads((PIPELINES / name).read_text(), allowed_modules=ALLOWED_MODULES)
 
 
+def test_the_default_pipeline_file_holds_the_route_stage():
+    """Issue 34: the route stage is in rag.yml itself (not a variant), readable and loadable as it stands; a user
+    turns a route off by deleting it from the router's `routes`."""
+    from pmc_rag.components.question_router import ROUTES
+
+    pipeline = Pipeline.loads((PIPELINES / "rag.yml").read_text(), allowed_modules=ALLOWED_MODULES)
+    router = pipeline.get_component("router")
+    assert sorted(router.routes) == sorted(r for r in ROUTES if r != "single")
+    spec = read_yaml(PIPELINES / "rag.yml")
+    assert spec["outputs"]["route"] == "router.route"
+    searched = {c["receiver"] for c in spec["connections"] if c["sender"] == "search_for.value"}
+    assert {"bm25.query", "ranker.query", "search_embedder.text"} <= searched
+    single = resolve_pipeline_spec(PIPELINES / "rag_single.yml")
+    assert "router" not in single["components"] and "route" not in single["outputs"]
+
+
 def test_the_store_is_the_same_everywhere_and_written_only_in_the_bases():
     files_naming_it = sorted(p.name for p in PIPELINES.glob("*.yml") if "PgvectorDocumentStore" in p.read_text())
     assert files_naming_it == ["document_store.yml", "indexing.yml", "rag.yml"]
