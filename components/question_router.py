@@ -46,6 +46,12 @@ _AUXILIARY = r"does|do|did|can|could|will|would|has|have|had|was|were|may|might"
 _CHOICE = re.compile(rf"^\s*(?!(?:{_AUXILIARY})\b|(?:is|are)\s+either\b)"
                      r"(?:(?:is|are|should (?:i|we) (?:use|give|choose|prefer))\s+)?(?!either\b)"
                      r"[\w-]+(?:\s[\w-]+){0,2}\s+or\s+[\w-]+", re.IGNORECASE)
+# "Inpatient versus outpatient management of neutropenic fever ...: is risk stratification useful?": a study's
+# title, then the one yes/no question it answers (a third of PubMedQA's questions take this form). The comparison
+# in such a title is between the arms of one study, which the single path finds; the compare route's search per
+# arm found other papers (a tonsillectomy finding was quoted for "Inpatient").
+_TITLED_YES_NO = re.compile(rf"^(?!\s*(?:{_AUXILIARY}|is|are|should)\b)[^?:]{{8,}}?(?::|\.)\s+"
+                            rf"(?:{_AUXILIARY}|is|are|should)\b[^?]*\?$", re.IGNORECASE)
 # The first results name something that a second search must look up.
 _SECOND_SEARCH = re.compile(
     r"(?:,? and|;) (?:what|which|where|how|is|are|do|does)\b[^?]*\b(?:other (?:papers|studies|trials)|elsewhere|else|"
@@ -258,6 +264,8 @@ class QuestionRouter:
             return "summarise", "rule", ids[0]
         if len(question_parts(text)) >= 2:
             return "several", "rule", None
+        if _TITLED_YES_NO.search(text) and not _TOPIC_WORDS.search(text):  # "...: do the papers agree?" compares
+            return "single", "rule", None
         if _COMPARE.search(text) or ((_WHICH_OF.search(text) or _CHOICE.search(text))
                                      and len(compared_subjects(text)) >= 2):
             return "compare", "rule", None
