@@ -432,7 +432,10 @@ def test_the_built_in_page_streams_cited_answers_in_a_browser(serve_config, pg_c
         assert "PMC4816447" in {item.get_attribute("data-source-id") for item in references.values()}
         flags = [item.get_attribute("data-flag") for item in turn.find_elements(By.CSS_SELECTOR, ".flags li")]
         assert "fallback_generator" in flags  # no Ollama here: the embedded model answered, and the page says so
-        assert "Answered by" in turn.find_element(By.CSS_SELECTOR, ".meta").text
+        meta = turn.find_element(By.CSS_SELECTOR, ".meta")
+        assert "Answered by" in meta.text
+        # The served pipeline is rag.yml, whose router names the path that answered; the page shows it.
+        assert meta.get_attribute("data-route") == "single" and "route: one finding" in meta.text
 
         ask("What about its side effects?")  # the conversation continues: same numbers, a follow-up note
         _wait_for(browser, ".turn:nth-of-type(3) .meta")
