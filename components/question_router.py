@@ -41,6 +41,7 @@ _WHICH_OF = re.compile(r"\bwhich\b[^?]*\b(?:better|more|best|worse)\b|\b(?:bette
                        re.IGNORECASE)
 # The verbs a yes/no question opens with, besides "is", "are" and "should" ("Is A or B better?" is a choice).
 _AUXILIARY = r"does|do|did|can|could|will|would|has|have|had|was|were|may|might"
+_YES_NO_OPENER = rf"(?:{_AUXILIARY}|is|are|should)\b"
 # "Insulin or metformin in diabetes - what does the evidence say?": a question that opens with a choice. Not a
 # yes/no question about two factors ("Does either obesity or OSA severity influence ...?"): that asks one thing.
 _CHOICE = re.compile(rf"^\s*(?!(?:{_AUXILIARY})\b|(?:is|are)\s+either\b)"
@@ -50,8 +51,8 @@ _CHOICE = re.compile(rf"^\s*(?!(?:{_AUXILIARY})\b|(?:is|are)\s+either\b)"
 # title, then the one yes/no question it answers (a third of PubMedQA's questions take this form). The comparison
 # in such a title is between the arms of one study, which the single path finds; the compare route's search per
 # arm found other papers (a tonsillectomy finding was quoted for "Inpatient").
-_TITLED_YES_NO = re.compile(rf"^(?!\s*(?:{_AUXILIARY}|is|are|should)\b)[^?:]{{8,}}?(?::|\.)\s+"
-                            rf"(?:{_AUXILIARY}|is|are|should)\b[^?]*\?$", re.IGNORECASE)
+_TITLED_YES_NO = re.compile(rf"^(?!\s*{_YES_NO_OPENER})[^?:]{{8,}}?(?::|\.)\s+{_YES_NO_OPENER}[^?]*\?$",
+                            re.IGNORECASE)
 # The first results name something that a second search must look up.
 _SECOND_SEARCH = re.compile(
     r"(?:,? and|;) (?:what|which|where|how|is|are|do|does)\b[^?]*\b(?:other (?:papers|studies|trials)|elsewhere|else|"
@@ -294,7 +295,7 @@ class QuestionRouter:
 
 # "Does oral a-galactosidase relieve irritable bowel symptoms?": a question that opens with a verb asks for one
 # finding (yes or no), whatever questions it resembles.
-_YES_NO = re.compile(rf"^\s*(?:{_AUXILIARY}|is|are|should)\b", re.IGNORECASE)
+_YES_NO = re.compile(rf"^\s*{_YES_NO_OPENER}", re.IGNORECASE)
 
 
 def _can_take(route: str, question: str) -> bool:

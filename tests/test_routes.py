@@ -86,8 +86,8 @@ def test_a_study_title_then_its_yes_no_question_takes_the_single_path():
                    "Biomechanical and wound healing characteristics of corneas after excimer laser keratorefractive "
                    "surgery: is there a difference between advanced surface ablation and sub-Bowman's "
                    "keratomileusis?"):
-        assert (router.run(question=titled)["route"], router.run(question=titled)["route_layer"]) == (
-            "single", "rule"), titled
+        result = router.run(question=titled)
+        assert (result["route"], result["route_layer"]) == ("single", "rule"), titled
     # Comparisons that are not a title and its question stay comparisons.
     for comparison in ("Erlotinib vs osimertinib in EGFR-mutant NSCLC: which works better?",
                        "Smoking and depression: do the papers agree on it?",
