@@ -161,8 +161,13 @@ def content_words(text: str) -> set[str]:
     "progression-free survival" matches "progression free survival" and "EGFR-mutant" matches "EGFR mutation";
     British spellings count as American ones ("tumours" matches "tumors", "anaemia" "anemia").
     """
-    return {_stem(word) for word in re.findall(r"[a-z0-9]{3,}", normalise_text(text).lower())
-            if word not in _STOP_WORDS}
+    return set(content_stems(text))
+
+
+def content_stems(text: str) -> list[str]:
+    """The stems `content_words` takes, in the text's order and repeated (for phrases: "infection control")."""
+    return [_stem(word) for word in re.findall(r"[a-z0-9]{3,}", normalise_text(text).lower())
+            if word not in _STOP_WORDS]
 
 
 def support(claim: str, evidence: str) -> float | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
+from pmc_rag.components.citations import by_paper, canonical_id, content_stems, content_words, quoted_words
 
 # Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
 # about ...", "Contrast robotic with laparoscopic surgery", "Ketamine versus morphine: which is better?") are rare
@@ -15,6 +15,17 @@ from pmc_rag.components.citations import by_paper, canonical_id, content_words, 
 _REQUEST_WORD = re.compile(r"^(?:summar(?:y|ies|i[sz]e[ds]?|i[sz]ing)|overview|outline|briefly|tl;?dr|explain|"
                            r"describe|give|tell|list|please|compar(?:e[sd]?|ing|isons?)|contrast(?:s|ed|ing)?|"
                            r"versus|vs|better|worse)$", re.IGNORECASE)
+# Words that join a question's subjects or judge them ("Is hypoxia associated with infection control?", "Does
+# context matter ...?", "Are current guidelines sufficient?"): they name no subject, so they are never specific
+# words, and they end a phrase.
+_FRAME_WORD = re.compile(r"^(?:associated?|association|affect(?:s|ed|ing)?|effects?|influenc(?:e[sd]?|ing)|"
+                         r"impacts?|improv(?:e[sd]?|ing)|reduc(?:e[sd]?|ing)|increas(?:e[sd]?|ing)|"
+                         r"decreas(?:e[sd]?|ing)|lower(?:s|ed|ing)?|rais(?:e[sd]?|ing)|predict(?:s|ed|ing|ive|able)?|"
+                         r"related?|relationship|linked|causes?|caused|leads?|correlated?|prevents?|prevented|"
+                         r"helps?|change[sd]?|differ(?:s|ent)?|depends?|needs?|necessary|useful|safe|effective|"
+                         r"efficacious|benefits?|role|value|matters?|sufficient|mandatory|justified|worth(?:while)?|"
+                         r"feasible|possible|reliable|accurate|adequate|appropriate|provides?|option)$",
+                         re.IGNORECASE)
 
 
 @component
@@ -58,7 +69,7 @@ class RelevanceGate:
                  min_similarity_with_unknown_words: float | None = None,
                  min_similarity_with_absent_words: float | None = None, specific_word_max_share: float = 0.01,
                  min_similarity_with_words_apart: float | None = None, words_together: int | None = 3,
-                 words_apart_routes: list[str] | None = None):
+                 words_apart_routes: list[str] | None = None, phrases_together: bool = False):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -78,6 +89,10 @@ class RelevanceGate:
             together (at least two, else the rule has nothing to join); None: all of them.
         :param words_apart_routes: The question kinds (`QuestionRouter`'s `route`) that
             `min_similarity_with_words_apart` applies to; None: every question. A question with no route is judged.
+        :param phrases_together: Whether the question's phrases of common words ("infection control", "general
+            surgery": each word too common to be specific, the phrase is not) must be named by the same paper as
+            its rarest specific words, their words in the question's order, for `min_similarity_with_words_apart`
+            (the question's text comes in as `question`).
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words)
         if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or (
@@ -93,6 +108,7 @@ class RelevanceGate:
         self.min_similarity_with_words_apart = min_similarity_with_words_apart
         self.words_together = words_together
         self.words_apart_routes = words_apart_routes
+        self.phrases_together = phrases_together
         self.max_gap = max_gap
         self.closest_papers = closest_papers
 
@@ -103,7 +119,8 @@ class RelevanceGate:
                                min_similarity_with_absent_words=self.min_similarity_with_absent_words,
                                specific_word_max_share=self.specific_word_max_share,
                                min_similarity_with_words_apart=self.min_similarity_with_words_apart,
-                               words_together=self.words_together, words_apart_routes=self.words_apart_routes)
+                               words_together=self.words_together, words_apart_routes=self.words_apart_routes,
+                               phrases_together=self.phrases_together)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
@@ -113,7 +130,8 @@ class RelevanceGate:
     def run(self, documents: list[Document], scored: list[Document] | None = None,
             query_embedding: list[float] | None = None, unknown_words: list[str] | None = None,
             topic_question: str | None = None, word_shares: dict[str, float] | None = None,
-            covering: list[str] | None = None, route: str | None = None) -> dict[str, Any]:
+            covering: list[str] | None = None, route: str | None = None,
+            question: str | None = None) -> dict[str, Any]:
         """
         :param documents: The excerpts chosen for the prompt.
         :param scored: The semantic retriever's results, with their similarity scores.
@@ -128,6 +146,7 @@ class RelevanceGate:
         :param covering: Ids of excerpts chosen to cover one subject of a comparison or one part of a question
             (`ExcerptBalance`): `max_gap` does not hold those back, since they are close to their part, not the whole.
         :param route: The question's kind, when a router says it (for `words_apart_routes`).
+        :param question: The question as asked (for `phrases_together`).
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
             words.
@@ -147,7 +166,7 @@ class RelevanceGate:
             if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
                 absent = self._absent_words(word_shares or {}, kept, asked)
             if not absent and not covering and self._judges_words_apart(route, best):
-                apart = self._named_apart(word_shares or {}, kept, asked)
+                apart = self._named_apart(word_shares or {}, kept, asked, question)
             if not absent and not apart:
                 return {"documents": kept}
         closest, seen = [], set()
@@ -196,24 +215,50 @@ class RelevanceGate:
         """The question's specific words: in at most `specific_word_max_share` of the chunks, not a follow-up's
         topic question's, and not a word of the request itself."""
         return [w for w, share in word_shares.items() if share <= self.specific_word_max_share
-                and w.lower() not in asked and not _REQUEST_WORD.match(w)]
+                and w.lower() not in asked and not _REQUEST_WORD.match(w) and not _FRAME_WORD.match(w)]
 
-    def _named_apart(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
-        """The question's `words_together` rarest specific words when no one paper's excerpts and title name them
-        all, else []."""
+    def _named_apart(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str],
+                     question: str | None) -> list[str]:
+        """The question's `words_together` rarest specific words (and, with `phrases_together`, its phrases of
+        common words) when no one paper's excerpts and title name them all, else []."""
         specific = sorted((w for w in self._specific(word_shares, asked) if content_words(w)), key=word_shares.get)
         specific = specific[:self.words_together] if self.words_together else specific
-        if len(specific) < 2:
+        # Phrases count only where the rare words alone have nothing to join: a question's own phrasing of a
+        # subject is often not its paper's ("health care interventions"), while rare words are.
+        phrases = self._common_phrases(question, word_shares, asked) \
+            if self.phrases_together and question and len(specific) < 2 else []
+        if len(specific) + len(phrases) < 2:
             return []
         texts: dict[str, list[str]] = {}
         for document in excerpts:
             source_id = canonical_id(str(document.meta.get("source_id", "")))
             texts.setdefault(source_id, [str(document.meta.get("title") or "")]).append(document.content or "")
         for parts in texts.values():
-            stems = content_words(" ".join(parts))
-            if all(content_words(w) <= stems for w in specific):
+            stems = content_stems(" ".join(parts))
+            if all(content_words(w) <= set(stems) for w in specific) and all(
+                    _names_phrase(stems, content_stems(p)) for p in phrases):
                 return []
-        return specific
+        return specific + phrases
+
+    def _common_phrases(self, question: str, word_shares: dict[str, float], asked: set[str]) -> list[str]:
+        """Runs of two or more words in the question, each too common to be specific, that together name one
+        subject ("infection control"); stop words, punctuation, request words and words joining two subjects
+        ("associated", "affect") end a run."""
+        shares = {w.lower(): share for w, share in word_shares.items()}
+        phrases, run = [], []
+        for token in re.findall(r"[^\W_]+(?:-[^\W_]+)*|[^\w\s]", question) + ["."]:
+            parts = [p for p in token.lower().split("-") if p]
+            # a word the search did not count (a rewritten or expanded search) is not known to be common
+            common = bool(content_words(token)) and all(
+                shares.get(p, 0.0) > self.specific_word_max_share for p in parts if content_words(p))
+            if common and token.lower() not in asked and not _REQUEST_WORD.match(token) \
+                    and not _FRAME_WORD.match(token):
+                run.append(token)
+                continue
+            if len(run) >= 2 and len(content_stems(" ".join(run))) >= 2:
+                phrases.append(" ".join(run))
+            run = []
+        return phrases
 
     def _absent_words(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
         """The question's specific words (a follow-up's topic question's aside) that no excerpt contains, stemmed."""
@@ -222,6 +267,23 @@ class RelevanceGate:
             return []
         stems = content_words(" ".join(d.content or "" for d in excerpts))
         return [w for w in specific if not content_words(w) <= stems]
+
+
+def _names_phrase(text: list[str], phrase: list[str]) -> bool:
+    """Whether the text's stems hold the phrase's in its order, with at most one other word between two of them
+    ("quality of weekend care" names "quality care")."""
+    for start, stem in enumerate(text):
+        if stem != phrase[0]:
+            continue
+        position = start
+        for wanted in phrase[1:]:
+            following = text[position + 1:position + 3]
+            if wanted not in following:
+                break
+            position += 1 + following.index(wanted)
+        else:
+            return True
+    return False
 
 
 def _cosine(a: list[float] | None, b: list[float] | None) -> float | None:

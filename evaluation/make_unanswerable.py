@@ -6,6 +6,8 @@ mechanically and checked by SQL against the indexed chunks (`python -m pmc_rag.e
 - `unknown`: a drug or condition no chunk names, with a subject the corpus does name.
 
 A seeded shuffle puts 50 in `held_aside` (never used to choose anything) and the rest in `generated_tuning`.
+A second batch, `generated_tuning_2` (2026-11-27), adds the next 300 pairs of the same shuffle and 40 more drugs
+and conditions, once the first tuning set was nearly all caught; the first 175 questions are unchanged.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ UNKNOWN = ["tirzepatide", "lecanemab", "donanemab", "nirmatrelvir", "zuranolone"
            "resmetirom", "teplizumab", "mavacamten", "vutrisiran", "aducanumab", "bimekizumab", "deucravacitinib",
            "ritlecitinib", "olezarsen", "elafibranor", "efgartigimod", "tofersen", "xanomeline",
            "Kikuchi disease", "Erdheim-Chester disease", "Castleman disease", "Susac syndrome", "Takayasu arteritis"]
+# The second batch's: none of them is in UNKNOWN.
+UNKNOWN_2 = ["semaglutide", "finerenone", "vericiguat", "sotagliflozin", "bempedoic acid", "evinacumab", "lumasiran",
+             "nusinersen", "risdiplam", "onasemnogene", "eptinezumab", "atogepant", "rimegepant", "ubrogepant",
+             "lasmiditan", "esketamine", "brexanolone", "pitolisant", "solriamfetol", "daridorexant", "lemborexant",
+             "tezepelumab", "dupilumab", "tralokinumab", "abrocitinib", "upadacitinib", "filgotinib", "ozanimod",
+             "ponesimod", "ofatumumab", "ublituximab", "avacopan", "voclosporin", "anifrolumab", "belimumab",
+             "Kawasaki disease", "Whipple disease", "Behcet disease", "Still disease", "Churg-Strauss syndrome"]
+SECOND_BATCH_SEED = 3232
 KNOWN = ["hypertension", "depression", "asthma", "obesity", "pain", "mortality", "pregnancy", "diabetes",
          "survival", "quality of life"]
 
@@ -38,7 +48,7 @@ def chunk_papers(connection: psycopg.Connection, term: str) -> set[str]:
     return {row[0] for row in rows}
 
 
-def main(seed: int = 32) -> None:
+def main(seed: int = 32, out: Path = OUT) -> None:
     from pmc_rag.database import ensure_database
 
     ensure_database()  # the embedded PostgreSQL unless PG_CONN_STR names a server
@@ -69,11 +79,24 @@ def main(seed: int = 32) -> None:
                 continue
             questions.append({"question": rng.choice(TEMPLATES).format(a=name, b=rng.choice(KNOWN)),
                               "kind": "unknown", "checked": f"no chunk names '{name}'"})
-    rng.shuffle(questions)
-    for number, question in enumerate(questions):
-        question["set"] = "held_aside" if number < 50 else "generated_tuning"
-    OUT.write_text(json.dumps({"about": __doc__.strip(), "questions": questions}, indent=1) + "\n", encoding="utf-8")
-    print(f"{len(questions)} questions ({sum(q['kind'] == 'pair' for q in questions)} pairs) -> {OUT}")
+        rng.shuffle(questions)
+        for number, question in enumerate(questions):
+            question["set"] = "held_aside" if number < 50 else "generated_tuning"
+        questions += second_batch(connection, pairs[150:450], candidates, random.Random(SECOND_BATCH_SEED))
+    out.write_text(json.dumps({"about": __doc__.strip(), "questions": questions}, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(questions)} questions ({sum(q['kind'] == 'pair' for q in questions)} pairs) -> {out}")
+
+
+def second_batch(connection: psycopg.Connection, pairs: list[tuple[str, str]], candidates: dict[str, set[str]],
+                 rng: random.Random) -> list[dict[str, str]]:
+    questions = [{"question": rng.choice(TEMPLATES).format(a=a, b=b), "kind": "pair", "set": "generated_tuning_2",
+                  "checked": f"'{a}' in {len(candidates[a])} paper(s), '{b}' in {len(candidates[b])}, none both"}
+                 for a, b in pairs]
+    for name in UNKNOWN_2:
+        if not chunk_papers(connection, name):
+            questions.append({"question": rng.choice(TEMPLATES).format(a=name, b=rng.choice(KNOWN)),
+                              "kind": "unknown", "set": "generated_tuning_2", "checked": f"no chunk names '{name}'"})
+    return questions
 
 
 if __name__ == "__main__":

@@ -152,3 +152,46 @@ def test_subjects_no_one_paper_names_together_need_a_closer_match_unless_they_ar
                                                                 scored=[statins, dementia], word_shares=shares)
     assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
     assert gate.to_dict()["init_parameters"]["min_similarity_with_words_apart"] == 0.65
+
+
+def test_a_phrase_of_common_words_is_a_subject_one_paper_must_name_with_the_rare_ones():
+    """"Is hypoxia associated with infection control?": 'infection' and 'control' are each too common to be
+    specific words, so a hypoxia paper alone passed the words-apart rule (generated questions, 2026-11-27)."""
+    gate = RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65, specific_word_max_share=0.02,
+                         phrases_together=True)
+    question = "Is hypoxia associated with infection control?"
+    shares = {"hypoxia": 0.004, "associated": 0.2, "infection": 0.05, "control": 0.3}
+    hypoxia = Document(id="h", content="Hypoxia was common; infections and poor glycaemic control were not.",
+                       score=0.6, meta={"source_id": "PMC1", "title": "Hypoxia in the ward"})
+    apart = gate.run(documents=[hypoxia], scored=[hypoxia], word_shares=shares, question=question)
+    assert "documents" not in apart
+    assert apart["why_unanswered"].startswith("No paper found names 'hypoxia' and 'infection control' together")
+    # without the question's text, or without the setting, the rule has only one rare word and nothing to join
+    assert "documents" in gate.run(documents=[hypoxia], scored=[hypoxia], word_shares=shares)
+    assert "documents" in RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65,
+                                        specific_word_max_share=0.02).run(
+        documents=[hypoxia], scored=[hypoxia], word_shares=shares, question=question)
+    # a paper naming the phrase answers, also with one word between ("infection and outbreak control")
+    for content in ("Hypoxia rose after infection control measures lapsed.",
+                    "Hypoxia rose as infection and outbreak control lapsed."):
+        named = Document(id="n", content=content, score=0.6, meta={"source_id": "PMC2", "title": ""})
+        assert gate.run(documents=[named], scored=[named], word_shares=shares, question=question) == {
+            "documents": [named]}, content
+    # two rare words are joined as before, and the phrase is then not required (a question's wording of a
+    # subject is often not its paper's)
+    two_rare = {**shares, "sepsis": 0.006}
+    both = Document(id="b", content="Hypoxia in sepsis was treated.", score=0.6, meta={"source_id": "PMC3"})
+    assert "documents" in gate.run(documents=[both], scored=[both], word_shares=two_rare,
+                                   question="Is hypoxia in sepsis associated with infection control?")
+    assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
+    assert gate.to_dict()["init_parameters"]["phrases_together"] is True
+
+
+def test_words_that_judge_or_join_the_subjects_are_never_specific_words():
+    """"Do symptoms matter when ...?" was turned away because no excerpt said 'matter' (dev, 2026-11-26)."""
+    gate = RelevanceGate(min_similarity=0.5, min_similarity_with_absent_words=0.6, specific_word_max_share=0.02)
+    trial = Document(id="t", content="Symptoms predicted enrolment in phase I clinical trials.", score=0.55,
+                     meta={"source_id": "PMC1"})
+    shares = {"symptoms": 0.02, "matter": 0.001, "phase": 0.01, "trials": 0.05}
+    assert gate.run(documents=[trial], scored=[trial], word_shares=shares) == {"documents": [trial]}
+    assert "documents" not in gate.run(documents=[trial], scored=[trial], word_shares={**shares, "leprosy": 0.001})
