@@ -54,7 +54,8 @@ class RelevanceGate:
     osteonecrosis?" is not answered by a bruxism study and an osteonecrosis study, each close to half of it. Only
     for the question kinds in `words_apart_routes` when a router says the kind: a comparison, an overview or a
     question in several parts may draw each part from another paper (and excerpts chosen to cover a part,
-    `covering`, are always exempt).
+    `covering`, are always exempt). With `phrases_together`, a subject named by common words ("Is hypoxia associated
+    with infection control?") counts too: one paper must name the phrase with the rare words.
 
     Usage:
     ```python
