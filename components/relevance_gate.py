@@ -234,10 +234,11 @@ class RelevanceGate:
         for document in excerpts:
             source_id = canonical_id(str(document.meta.get("source_id", "")))
             texts.setdefault(source_id, [str(document.meta.get("title") or "")]).append(document.content or "")
+        phrase_stems = [content_stems(p) for p in phrases]
         for parts in texts.values():
             stems = content_stems(" ".join(parts))
             if all(content_words(w) <= set(stems) for w in specific) and all(
-                    _names_phrase(stems, content_stems(p)) for p in phrases):
+                    _names_phrase(stems, phrase) for phrase in phrase_stems):
                 return []
         return specific + phrases
 

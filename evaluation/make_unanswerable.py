@@ -71,31 +71,26 @@ def main(seed: int = 32, out: Path = OUT) -> None:
         terms = sorted(candidates)
         pairs = [(a, b) for i, a in enumerate(terms) for b in terms[i + 1:] if not candidates[a] & candidates[b]]
         rng.shuffle(pairs)
-        questions = [{"question": rng.choice(TEMPLATES).format(a=a, b=b), "kind": "pair",
-                      "checked": f"'{a}' in {len(candidates[a])} paper(s), '{b}' in {len(candidates[b])}, none both"}
-                     for a, b in pairs[:150]]
-        for name in UNKNOWN:
-            if chunk_papers(connection, name):
-                continue
-            questions.append({"question": rng.choice(TEMPLATES).format(a=name, b=rng.choice(KNOWN)),
-                              "kind": "unknown", "checked": f"no chunk names '{name}'"})
+        questions = made_questions(connection, pairs[:150], UNKNOWN, candidates, rng)
         rng.shuffle(questions)
         for number, question in enumerate(questions):
             question["set"] = "held_aside" if number < 50 else "generated_tuning"
-        questions += second_batch(connection, pairs[150:450], candidates, random.Random(SECOND_BATCH_SEED))
+        second = made_questions(connection, pairs[150:450], UNKNOWN_2, candidates, random.Random(SECOND_BATCH_SEED))
+        questions += [{**question, "set": "generated_tuning_2"} for question in second]
     out.write_text(json.dumps({"about": __doc__.strip(), "questions": questions}, indent=1) + "\n", encoding="utf-8")
     print(f"{len(questions)} questions ({sum(q['kind'] == 'pair' for q in questions)} pairs) -> {out}")
 
 
-def second_batch(connection: psycopg.Connection, pairs: list[tuple[str, str]], candidates: dict[str, set[str]],
-                 rng: random.Random) -> list[dict[str, str]]:
-    questions = [{"question": rng.choice(TEMPLATES).format(a=a, b=b), "kind": "pair", "set": "generated_tuning_2",
+def made_questions(connection: psycopg.Connection, pairs: list[tuple[str, str]], unknown: list[str],
+                   candidates: dict[str, set[str]], rng: random.Random) -> list[dict[str, str]]:
+    """A question per pair, then one per unknown name that no chunk names (checked here)."""
+    questions = [{"question": rng.choice(TEMPLATES).format(a=a, b=b), "kind": "pair",
                   "checked": f"'{a}' in {len(candidates[a])} paper(s), '{b}' in {len(candidates[b])}, none both"}
                  for a, b in pairs]
-    for name in UNKNOWN_2:
+    for name in unknown:
         if not chunk_papers(connection, name):
             questions.append({"question": rng.choice(TEMPLATES).format(a=name, b=rng.choice(KNOWN)),
-                              "kind": "unknown", "set": "generated_tuning_2", "checked": f"no chunk names '{name}'"})
+                              "kind": "unknown", "checked": f"no chunk names '{name}'"})
     return questions
 
 
