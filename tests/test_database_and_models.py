@@ -169,6 +169,11 @@ def test_local_model_weights_are_checked_when_the_yaml_is_read():
         LocalModelSpec.from_yaml({**section, "weights": "fp16"}, "x.yml")
     own_file = LocalModelSpec.from_yaml({**section, "weights": "f16", "model_path": "/m.gguf"}, "x.yml")
     assert own_file.weights == "packaged"   # a GGUF of one's own is served as it is
+    assert LocalModelSpec.from_yaml(section, "x.yml").prompt_cache_mb == 256
+    assert LocalModelSpec.from_yaml({**section, "prompt_cache_mb": 0}, "x.yml").prompt_cache_mb == 0
+    for wrong in (-1, "lots", 1.5, True):
+        with pytest.raises(ValueError, match="x.yml: `local_model.prompt_cache_mb` must be a whole number"):
+            LocalModelSpec.from_yaml({**section, "prompt_cache_mb": wrong}, "x.yml")
 
 
 def test_two_processes_assembling_one_model_at_once_both_get_the_verified_file(tmp_path):

@@ -142,6 +142,35 @@ def test_the_model_server_speaks_the_openai_chat_api_in_its_own_process():
     assert server.status()["state"] == "running"
 
 
+def test_a_prompt_read_before_is_restored_from_the_prompt_cache_not_read_again():
+    """A prompt that another came between is still kept: asked again, its state is restored (a cache hit) and
+    the reply is the same. Without the cache llama.cpp keeps only the last prompt, and would read it again."""
+    import httpx
+    from openai import OpenAI
+
+    server = the_server()
+    server.ensure_running()
+    headers = {"Authorization": f"Bearer {os.environ[API_KEY_ENV]}"}
+
+    def cache() -> dict:
+        health = httpx.get(f"{TEST_LLM_URL.removesuffix('/v1')}/health", headers=headers, timeout=30)
+        return health.json()["prompt_cache"]
+
+    def reply(topic: str) -> str:
+        messages = [{"role": "user", "content": f"In one sentence, what is {topic}? " + "Answer plainly. " * 40}]
+        return OpenAI(base_url=TEST_LLM_URL, api_key=os.environ[API_KEY_ENV], max_retries=0).chat.completions.create(
+            model=MODEL, messages=messages, max_tokens=12, temperature=0).choices[0].message.content
+
+    before = cache()
+    assert before["capacity_bytes"] == rag_llm_spec().prompt_cache_mb << 20
+    first = reply("the prompt cache of test_local_model")
+    reply("a different question in between")
+    hits = cache()["hits"]
+    assert reply("the prompt cache of test_local_model") == first
+    after = cache()
+    assert after["hits"] == hits + 1 and 0 < after["bytes"] <= after["capacity_bytes"]
+
+
 def test_kill_9_mid_answer_is_one_flagged_answer_and_the_next_comes_from_the_restarted_model(client):
     server = the_server()
     thread, result = in_background(lambda: client.post("/rag/run", json={"question": QUESTION}))

@@ -34,15 +34,18 @@ from starlette.concurrency import run_in_threadpool
 _SAMPLING = {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"}
 
 
-def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None, chat_format: str | None = None) -> Any:
-    """Load a GGUF with llama.cpp's extra buffer types (weight repacking) off.
+def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None, chat_format: str | None = None,
+               prompt_cache_mb: int = 0) -> Any:
+    """Load a GGUF with llama.cpp's extra buffer types (weight repacking) off, keeping up to `prompt_cache_mb` of
+    recent prompts' states (`pmc_rag.local_llm.prompt_cache`; 0: none).
 
     With them on, llama.cpp repacks quantised weights for the CPU's widest matrix unit; on Xeons with AMX that
     path (`ggml_backend_amx_mul_mat`) segfaulted with Q4_K weights. `Llama()` has no argument for it, so the
     model parameters it builds are given `use_extra_bufts = False` for the duration of the constructor.
     """
-    import llama_cpp
     import llama_cpp.llama_cpp as bindings
+
+    from pmc_rag.local_llm.prompt_cache import LlamaRAMCache, PromptCachingLlama
 
     default_params = bindings.llama_model_default_params
 
@@ -57,10 +60,13 @@ def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None, chat_f
         # quiet 2-core machine (36 against 24 tokens/s), but llama.cpp's threads wait for each other at every
         # step, so with another busy process (a second model server) it fell to 0.4 tokens/s against 19
         # (evaluation/results/2026-11-26-f16-weights/). Prompts are read with every CPU either way.
-        return llama_cpp.Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, chat_format=chat_format,
-                               verbose=False)
+        llama = PromptCachingLlama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, chat_format=chat_format,
+                                   verbose=False)
     finally:
         bindings.llama_model_default_params = default_params
+    if prompt_cache_mb > 0:
+        llama.set_cache(LlamaRAMCache(capacity_bytes=prompt_cache_mb << 20))
+    return llama
 
 
 class ModelService:
@@ -180,9 +186,11 @@ def build_app(service: ModelService, api_key: str | None, info: dict[str, Any]) 
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
+        from pmc_rag.local_llm.prompt_cache import prompt_cache_report
+
         busy = service.busy_since
         return {**info, "status": "ok", "busy_s": round(time.monotonic() - busy, 1) if busy else None,
-                "replies": service.replies}
+                "replies": service.replies, "prompt_cache": prompt_cache_report(service.llama)}
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
@@ -233,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(pmc_rag.models.REENCODINGS)")
     parser.add_argument("--n-threads", type=int, default=None,
                         help="threads that generate (default: half the CPUs); prompts are read with every CPU")
+    parser.add_argument("--prompt-cache-mb", type=int, default=256,
+                        help="memory for the states of recent prompts, so that one read before is not read again "
+                             "(default: 256; 0: none)")
     parser.add_argument("--idle-minutes", type=float, default=30.0, help="exit after this long unused; 0: never")
     parser.add_argument("--exit-with-parent", action="store_true",
                         help="exit when the process that started this one has gone (a `pmc-rag serve` killed -9)")
@@ -251,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no GGUF file at {path}")
         registered = EMBEDDED_LLMS.get(args.model)
-        llama = load_llama(path, args.n_ctx, args.n_threads, registered.chat_format if registered else None)
+        llama = load_llama(path, args.n_ctx, args.n_threads, registered.chat_format if registered else None,
+                           args.prompt_cache_mb)
     except Exception as problem:  # reported to the supervisor through this line of the log
         print(f"pmc-rag-llm: error: could not load the model {args.model}: {type(problem).__name__}: {problem}",
               file=sys.stderr, flush=True)

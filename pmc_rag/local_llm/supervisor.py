@@ -9,6 +9,7 @@ ignores unknown top-level keys), and its generator chain talks to that address w
       url: &local_model_url http://127.0.0.1:1417/v1
       n_ctx: 4096
       weights: f16     # optional: the weights re-encoded once for faster prompt reading (pmc_rag.models)
+      prompt_cache_mb: 256   # optional: memory for recent prompts' states, so one read before is not read again
 
 pmc-rag starts the server when a pipeline that declares it warms up (`ask`, `serve`, `eval`, `setup`), or reuses
 the one already running on that address; `serve` also watches it and restarts it when it dies or stops answering.
@@ -49,6 +50,13 @@ class LocalModelError(RuntimeError):
     """The local model server cannot be used; the message names the cause and the fix."""
 
 
+def _prompt_cache_mb(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{where}: `local_model.prompt_cache_mb` must be a whole number of megabytes, 0 or more "
+                         f"(0 keeps no prompts), not {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class LocalModelSpec:
     """A pipeline's `local_model:` section."""
@@ -60,6 +68,7 @@ class LocalModelSpec:
     weights: str = "packaged"
     idle_minutes: float = 30.0
     start_timeout: float = 120.0
+    prompt_cache_mb: int = 256
 
     @classmethod
     def from_yaml(cls, section: Any, where: str) -> LocalModelSpec:
@@ -67,7 +76,8 @@ class LocalModelSpec:
 
         if not isinstance(section, dict):
             raise ValueError(f"{where}: `local_model` must be a mapping with `model` and `url`")
-        unknown = set(section) - {"model", "url", "n_ctx", "model_path", "weights", "idle_minutes", "start_timeout"}
+        unknown = set(section) - {"model", "url", "n_ctx", "model_path", "weights", "idle_minutes", "start_timeout",
+                                  "prompt_cache_mb"}
         if unknown:
             raise ValueError(f"{where}: `local_model` has unknown key(s) {sorted(unknown)}")
         model = str(section.get("model", ""))
@@ -87,7 +97,8 @@ class LocalModelSpec:
                              f"on this machine), not {url!r}")
         return cls(model=model, url=url.rstrip("/"), n_ctx=int(section.get("n_ctx", 4096)),
                    model_path=section.get("model_path"), weights=weights, idle_minutes=float(section.get("idle_minutes", 30)),
-                   start_timeout=float(section.get("start_timeout", 120)))
+                   start_timeout=float(section.get("start_timeout", 120)),
+                   prompt_cache_mb=_prompt_cache_mb(section.get("prompt_cache_mb", 256), where))
 
     @property
     def port(self) -> int:
@@ -232,7 +243,7 @@ class LocalModelServer:
         # -X faulthandler: a native crash, even while importing, leaves the Python stack in the log.
         command = [*launcher, sys.executable, "-X", "faulthandler", "-m", "pmc_rag.local_llm.server", "--model", self.spec.model,
                    "--host", self.spec.host, "--port", str(self.spec.port), "--n-ctx", str(self.spec.n_ctx),
-                   "--idle-minutes", str(self.spec.idle_minutes)]
+                   "--idle-minutes", str(self.spec.idle_minutes), "--prompt-cache-mb", str(self.spec.prompt_cache_mb)]
         if self.spec.model_path:
             command += ["--model-path", str(self.spec.model_path)]
         else:
