@@ -7,7 +7,6 @@ PMC_RAG_TEST_PG_CONN_STR. Tests never touch the user's data in .pmc-rag/.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import uuid
 import warnings
@@ -138,9 +137,6 @@ def free_port() -> int:
 
 # The tests' local model server listens here, never on the 1417 of a server the user may be running.
 TEST_LLM_URL = f"http://127.0.0.1:{free_port()}/v1"
-# It keeps more prompts than rag.yml's 256 MB (about 15 MB each): the suite asks the same questions of the same
-# tables through many apps and processes, and on 2 cores reading a prompt again is most of an answer's time.
-TEST_PROMPT_CACHE_MB = 1024
 
 
 def rag_llm_spec():
@@ -148,8 +144,7 @@ def rag_llm_spec():
     from pmc_rag.local_llm.supervisor import LocalModelSpec
 
     section = yaml.safe_load((PROJECT_ROOT / "pipelines" / "rag.yml").read_text())["local_model"]
-    return LocalModelSpec.from_yaml({**section, "url": TEST_LLM_URL, "prompt_cache_mb": TEST_PROMPT_CACHE_MB},
-                                    "pipelines/rag.yml")
+    return LocalModelSpec.from_yaml({**section, "url": TEST_LLM_URL}, "pipelines/rag.yml")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -169,7 +164,6 @@ def pipeline_file_for(name: str, table_name: str, folder: Path) -> Path:
     server. The files it extends or includes are copied along (each with the same changes)."""
     for source in (PROJECT_ROOT / "pipelines").glob("*.yml"):
         text = source.read_text().replace("pmc_chunks", table_name)
-        text = re.sub(r"prompt_cache_mb: \d+", f"prompt_cache_mb: {TEST_PROMPT_CACHE_MB}", text)
         (folder / source.name).write_text(text.replace("http://127.0.0.1:1417/v1", TEST_LLM_URL))
     return folder / f"{name}.yml"
 
