@@ -14,20 +14,20 @@ and never restores it: llama.cpp reads a restored prompt's last token again, whi
 
     llama = PromptCachingLlama(model_path="model.gguf", n_ctx=4096, verbose=False)
     llama.set_cache(LlamaRAMCache(capacity_bytes=256 << 20))
-    llama.create_chat_completion(messages=[...])   # read from its first token
-    llama.create_chat_completion(messages=[...])   # the same messages again: only the last token is read
-    llama.prompt_cache_hits                        # 1
+    llama.create_chat_completion(messages=first)    # read from its first token
+    llama.create_chat_completion(messages=second)   # another prompt: the context now holds this one
+    llama.create_chat_completion(messages=first)    # restored from the cache: only its last token is read again
+    llama.prompt_cache_hits                         # 1
 """
 
 from __future__ import annotations
 
 import ctypes
-from typing import Any
 
 import llama_cpp
 from llama_cpp import LlamaRAMCache
 
-__all__ = ["LlamaRAMCache", "PromptCachingLlama", "prompt_cache_report"]
+__all__ = ["LlamaRAMCache", "PromptCachingLlama"]
 
 
 class PromptCachingLlama(llama_cpp.Llama):
@@ -55,12 +55,3 @@ class PromptCachingLlama(llama_cpp.Llama):
         data = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
         if llama_cpp.llama_state_set_data(self._ctx.ctx, data, state.llama_state_size) != state.llama_state_size:
             raise RuntimeError("llama.cpp could not restore a kept prompt's state")
-
-
-def prompt_cache_report(llama: Any) -> dict[str, int] | None:
-    """What the model server's /health says about the cache: prompts kept, their bytes, the cap and the hits."""
-    cache = getattr(llama, "cache", None)
-    if not isinstance(cache, LlamaRAMCache):
-        return None
-    return {"prompts": len(cache.cache_state), "bytes": int(cache.cache_size), "capacity_bytes": cache.capacity_bytes,
-            "hits": int(getattr(llama, "prompt_cache_hits", 0))}

@@ -69,6 +69,15 @@ def load_llama(model_path: str, n_ctx: int, n_threads: int | None = None, chat_f
     return llama
 
 
+def prompt_cache_report(llama: Any) -> dict[str, int] | None:
+    """The prompt cache as /health shows it: prompts kept, their bytes, the cap and the hits (None: no cache)."""
+    cache = getattr(llama, "cache", None)
+    if cache is None:
+        return None
+    return {"prompts": len(cache.cache_state), "bytes": int(cache.cache_size), "capacity_bytes": cache.capacity_bytes,
+            "hits": int(getattr(llama, "prompt_cache_hits", 0))}
+
+
 class ModelService:
     """One llama.cpp model, one reply at a time (a llama.cpp context is not shared between replies)."""
 
@@ -186,8 +195,6 @@ def build_app(service: ModelService, api_key: str | None, info: dict[str, Any]) 
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        from pmc_rag.local_llm.prompt_cache import prompt_cache_report
-
         busy = service.busy_since
         return {**info, "status": "ok", "busy_s": round(time.monotonic() - busy, 1) if busy else None,
                 "replies": service.replies, "prompt_cache": prompt_cache_report(service.llama)}
