@@ -42,7 +42,7 @@ class PromptCachingLlama(llama_cpp.Llama):
         if written > int(size):
             raise RuntimeError("llama.cpp wrote more state than it said it would")
         return llama_cpp.LlamaState(input_ids=self.input_ids.copy(), scores=self._scores[-1:, :].copy(),
-                                    n_tokens=self.n_tokens, llama_state=bytes(buffer)[:written],
+                                    n_tokens=self.n_tokens, llama_state=ctypes.string_at(buffer, written),
                                     llama_state_size=written, seed=self._seed)
 
     def load_state(self, state: llama_cpp.LlamaState) -> None:

@@ -98,7 +98,7 @@ class LocalModelSpec:
         return cls(model=model, url=url.rstrip("/"), n_ctx=int(section.get("n_ctx", 4096)),
                    model_path=section.get("model_path"), weights=weights, idle_minutes=float(section.get("idle_minutes", 30)),
                    start_timeout=float(section.get("start_timeout", 120)),
-                   prompt_cache_mb=_prompt_cache_mb(section.get("prompt_cache_mb", 256), where))
+                   prompt_cache_mb=_prompt_cache_mb(section.get("prompt_cache_mb", cls.prompt_cache_mb), where))
 
     @property
     def port(self) -> int:
