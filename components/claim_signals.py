@@ -113,6 +113,10 @@ def check_pairs(claims: list[str], evidence: list[str]) -> None:
         raise ValueError(f"claims and evidence must pair up: {len(claims)} claims, {len(evidence)} evidence")
 
 
+# "(TBI)", "(cIMT)", "(ACE-I)": a short bracketed word with two or more capitals.
+_BRACKETED_ABBREVIATION = re.compile(r"\((?=[^()\s]*[A-Z][^()\s]*[A-Z])[A-Za-z0-9/\-]{2,10}\)")
+
+
 def restates_question(sentence: str, question: str) -> bool:
     """A question ("Does X improve Y?"), or the question restated as a statement, with or without a verdict in
     front ("Yes, X improves Y."): every content word but one is the question's own. Such a sentence says nothing
@@ -122,7 +126,9 @@ def restates_question(sentence: str, question: str) -> bool:
     # be answered yes'): a finding has no question mark.
     if "?" in bare:
         return True
-    words = content_words(without_verdict(bare))
+    # An abbreviation in brackets only renames the words before it ("traumatic brain injury (TBI)"): it is not
+    # something the sentence adds to the question (seen in an eval, 2026-11-27, dev 401-500).
+    words = content_words(_BRACKETED_ABBREVIATION.sub(" ", without_verdict(bare)))
     return len(words) >= 2 and len(words - content_words(question)) <= 1
 
 
