@@ -12,6 +12,7 @@ from haystack.dataclasses import ChatMessage
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import finding_rank, restates_question, states_an_aim, without_verdict
+from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import is_readable_evidence
 
@@ -601,10 +602,14 @@ class CitedAnswerBuilder:
             if not candidates or (findings_only and not any(rank > 0 for _, rank in candidates)):
                 continue  # nothing here answers anything: no quotation from this paper
             candidates = [(s, rank) for s, rank in candidates if rank > 0] or candidates
-            best, rank = max(candidates, key=lambda c: (len(own_words & content_words(c[0])),
-                                                        min(len(question_words & content_words(c[0])), 3), c[1],
-                                                        len(question_words & content_words(c[0]))))
-            overlap = len(question_words & content_words(best))
+            # A conclusion abbreviates what the background spelled out ("BD ... in isolated TBI"): each sentence
+            # is matched with the paper's own abbreviations spelled out.
+            defined = defined_abbreviations(" ".join(chunk.content or "" for chunk in chunks))
+            words = {s: content_words(spelled_out(s, defined)) for s, _ in candidates}
+            best, rank = max(candidates, key=lambda c: (len(own_words & words[c[0]]),
+                                                        min(len(question_words & words[c[0]]), 3), c[1],
+                                                        len(question_words & words[c[0]])))
+            overlap = len(question_words & words[best])
             # A further paper is quoted only when its best sentence shares as many of the question's words as the
             # first paper's (and two at least): a passage sharing fewer is about another subject. On 100 dev
             # questions this kept the gold paper quoted as often (0.97).

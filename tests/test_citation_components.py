@@ -296,6 +296,41 @@ def test_a_quotation_comes_from_the_papers_conclusion_not_its_aim_though_the_aim
     assert answer["answer"].startswith("Statin use was associated with a lower risk of dementia")
 
 
+def test_a_conclusion_that_abbreviates_the_subjects_is_quoted_not_the_background_that_spelled_them_out():
+    # PMID 26079501 (dev question 4xx, 2026-11-27): the background sentence "It guides resuscitative measures, and
+    # predicts outcomes, complications and mortality" was quoted, since the conclusion says "BD" and "TBI".
+    paper = {"source_id": "PMID:26079501"}
+    objective = Document(id="o", meta={**paper, "section": "Objective"}, content=(
+        "Base Deficit (BD) is a marker of tissue hypoxia in polytrauma patients. It guides resuscitative measures, "
+        "and predicts outcomes, complications and mortality. The aim of this study was to examine the presence of "
+        "BD in patients with isolated severe traumatic brain injury (TBI)."))
+    conclusion = Document(id="c", meta={**paper, "section": "Conclusions"}, content=(
+        "Although BD is correlated with GCS at presentation and RTS, it is not a reliable prognostic marker for "
+        "outcome and mortality in patients with isolated TBI."))
+    answer = CitedAnswerBuilder().run(
+        question="Does base deficit predict mortality in patients with severe traumatic brain injury?",
+        documents=[objective, conclusion], claims=[])["answer"]
+    assert answer["answer"].startswith("Although BD is correlated with GCS")
+
+
+@pytest.mark.parametrize("text, defined", [
+    ("Base Deficit (BD) is a marker in severe traumatic brain injury (TBI).",
+     {"BD": "Base Deficit", "TBI": "traumatic brain injury"}),
+    ("the target serum urate (SU) goal with the use of urate-lowering therapy (ULT)",
+     {"SU": "serum urate", "ULT": "urate-lowering therapy"}),
+    ("carotid intima-media thickness (cIMT) and HbA1c (glycated haemoglobin)",
+     {"cIMT": "carotid intima-media thickness"}),
+    ("at 95% confidence interval (CI) in group A (n=5) with (p<0.05) in children (aged 5)",
+     {"CI": "confidence interval"}),
+])
+def test_the_abbreviations_a_paper_defines_are_read_with_their_long_forms(text, defined):
+    from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
+
+    assert defined_abbreviations(text) == defined
+    assert spelled_out("BD and TBI, not BDX.", {"BD": "base deficit", "TBI": "traumatic brain injury"}) == \
+        "BD (base deficit) and TBI (traumatic brain injury), not BDX."
+
+
 def test_context_truncation_is_reported():
     answer = build("Erlotinib prolonged progression-free survival [PMC4816447].", excerpts_dropped=2)
     assert answer["flags"]["context_truncated"] and "2 lower-ranked excerpt(s)" in answer["notes"][-1]
