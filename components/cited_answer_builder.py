@@ -593,22 +593,23 @@ class CitedAnswerBuilder:
                     findings_only: bool) -> list[dict[str, Any]]:
         claims, first_overlap = [], None
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
-            candidates = [(sentence, finding_rank(sentence, chunk.meta.get("section")))
+            candidates = [(sentence, finding_rank(sentence, chunk.meta.get("section")),
+                           bool(_CONCLUSION_SECTION.search(str(chunk.meta.get("section") or ""))))
                           for chunk in chunks for sentence in split_sentences(" ".join((chunk.content or "").split()))]
             # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
             # captions, methods and background, which do not answer anything.
-            candidates = [(s, rank) for s, rank in candidates if len(s.split()) >= self._MIN_QUOTED_WORDS] \
-                or candidates
-            if not candidates or (findings_only and not any(rank > 0 for _, rank in candidates)):
+            candidates = [c for c in candidates if len(c[0].split()) >= self._MIN_QUOTED_WORDS] or candidates
+            if not candidates or (findings_only and not any(c[1] > 0 for c in candidates)):
                 continue  # nothing here answers anything: no quotation from this paper
-            candidates = [(s, rank) for s, rank in candidates if rank > 0] or candidates
+            candidates = [c for c in candidates if c[1] > 0] or candidates
             # A conclusion abbreviates what the background spelled out ("BD ... in isolated TBI"): each sentence
-            # is matched with the paper's own abbreviations spelled out.
+            # is matched with the paper's own abbreviations spelled out. Between equals, the conclusion is the
+            # paper's own answer.
             defined = defined_abbreviations(" ".join(chunk.content or "" for chunk in chunks))
-            words = {s: content_words(spelled_out(s, defined)) for s, _ in candidates}
-            best, rank = max(candidates, key=lambda c: (len(own_words & words[c[0]]),
-                                                        min(len(question_words & words[c[0]]), 3), c[1],
-                                                        len(question_words & words[c[0]])))
+            words = {c[0]: content_words(spelled_out(c[0], defined)) for c in candidates}
+            best = max(candidates, key=lambda c: (len(own_words & words[c[0]]),
+                                                  min(len(question_words & words[c[0]]), 3), c[1],
+                                                  len(question_words & words[c[0]]), c[2]))[0]
             overlap = len(question_words & words[best])
             # A further paper is quoted only when its best sentence shares as many of the question's words as the
             # first paper's (and two at least): a passage sharing fewer is about another subject. On 100 dev
@@ -718,6 +719,9 @@ def _follow_up_words(question: str, topic_question: str) -> set[str]:
     """The content words a follow-up adds to its topic question (the server asks "<follow-up> (follow-up to:
     <topic>)")."""
     return content_words(question) - content_words(f"{topic_question} follow-up to")
+
+
+_CONCLUSION_SECTION = re.compile(r"conclu|interpretation", re.IGNORECASE)
 
 
 def _verdicts_joined(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:

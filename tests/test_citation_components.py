@@ -313,6 +313,21 @@ def test_a_conclusion_that_abbreviates_the_subjects_is_quoted_not_the_background
     assert answer["answer"].startswith("Although BD is correlated with GCS")
 
 
+def test_between_sentences_as_close_to_the_question_the_conclusion_is_quoted_not_a_result():
+    # Dev question "Advanced epithelial ovarian carcinoma in Thai women: should we continue to offer second-look
+    # laparotomy?": spelling out "SLL" made a results sentence as close as the conclusion, and it came first.
+    paper = {"source_id": "PMID:1"}
+    objective = Document(id="o", meta={**paper, "section": "Abstract: Objective"},
+                         content="To evaluate the value of second-look laparotomy (SLL) in ovarian carcinoma.")
+    results = Document(id="r", meta={**paper, "section": "Abstract: Results"},
+                       content="Sixteen patients underwent SLL, and thirty-four patients refused the procedure.")
+    conclusion = Document(id="c", meta={**paper, "section": "Abstract: Conclusions"},
+                          content="The second-look laparotomy does not improve survival in these women.")
+    answer = CitedAnswerBuilder().run(question="Should we continue to offer second-look laparotomy?",
+                                      documents=[objective, results, conclusion], claims=[])["answer"]
+    assert answer["answer"].startswith("The second-look laparotomy does not improve survival")
+
+
 @pytest.mark.parametrize("text, defined", [
     ("Base Deficit (BD) is a marker in severe traumatic brain injury (TBI).",
      {"BD": "Base Deficit", "TBI": "traumatic brain injury"}),
