@@ -444,9 +444,10 @@ def test_the_question_restated_with_a_verdict_is_never_shown_as_a_finding():
     assert quoting["answer"] == "Skin rash was the most common adverse event [1]."  # seen in an eval, 2026-11-25
     # An abbreviation in brackets adds nothing to the question (seen in an eval, 2026-11-27; the gold label was
     # "no").
-    renamed = built("Yes, the study does predict mortality in patients with severe traumatic brain injury (TBI) based "
-                    "on the presence of base deficit (BD) [PMC4816447]. Skin rash was the most common adverse event "
-                    "[PMC4816447].", "Does base deficit predict mortality in patients with severe traumatic brain injury?")
+    renamed = built("Yes, the study does predict mortality in patients with severe traumatic brain injury (TBI) "
+                    "based on the presence of base deficit (BD) [PMC4816447]. Skin rash was the most common adverse "
+                    "event [PMC4816447].",
+                    "Does base deficit predict mortality in patients with severe traumatic brain injury?")
     assert renamed["answer"] == "Skin rash was the most common adverse event [1]."
     assert "Yes, the study does predict mortality" in " ".join(renamed["notes"])
 
