@@ -14,7 +14,7 @@ from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, 
 from pmc_rag.components.claim_signals import finding_rank, restates_question, states_an_aim, without_verdict
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
 from pmc_rag.components.section_chunker import split_sentences
-from pmc_rag.components.section_kinds import is_readable_evidence
+from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
 
 
 def source_link(meta: dict[str, Any]) -> str | None:
@@ -594,7 +594,7 @@ class CitedAnswerBuilder:
         claims, first_overlap = [], None
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
             candidates = [(sentence, finding_rank(sentence, chunk.meta.get("section")),
-                           bool(_CONCLUSION_SECTION.search(str(chunk.meta.get("section") or ""))))
+                           bool(CONCLUSION_SECTION.search(str(chunk.meta.get("section") or ""))))
                           for chunk in chunks for sentence in split_sentences(" ".join((chunk.content or "").split()))]
             # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
             # captions, methods and background, which do not answer anything.
@@ -719,9 +719,6 @@ def _follow_up_words(question: str, topic_question: str) -> set[str]:
     """The content words a follow-up adds to its topic question (the server asks "<follow-up> (follow-up to:
     <topic>)")."""
     return content_words(question) - content_words(f"{topic_question} follow-up to")
-
-
-_CONCLUSION_SECTION = re.compile(r"conclu|interpretation", re.IGNORECASE)
 
 
 def _verdicts_joined(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,6 +9,8 @@ from haystack import Document
 
 # Sections that report what a study found.
 FINDINGS_SECTION = re.compile(r"conclu|result|finding|discussion|interpretation|summary", re.IGNORECASE)
+# The paper's own answer, among its findings sections.
+CONCLUSION_SECTION = re.compile(r"conclu|interpretation", re.IGNORECASE)
 
 # Supporting information and back matter: never read as evidence of anything the paper found.
 BACK_MATTER = re.compile(r"^(?:abstract: )?(?:supporting information|supplementary|electronic supplementary|acknowledg|"
