@@ -5,7 +5,11 @@ conversations.json.)
 Each conversation names the papers its topic is about. Per turn:
 * **off topic**: an answer citing a paper outside the conversation's topic papers;
 * **not answered**: the answer says the indexed papers do not answer (the relevance gate's reply, or a model's
-  answer saying so); compared with what the turn expects.
+  answer saying so); compared with what the turn expects;
+* **answers what it asks**: for a turn with `answer_has` (words or numbers written by reading the paper, never by
+  the system), whether the answer contains one of them: "How many patients ...?" answered with the conclusion
+  again does not;
+* **repeats the last answer**: an answerable turn whose answer is the one the turn before it got, word for word.
 
 Usage:
 ```python
@@ -45,12 +49,28 @@ def load_conversations(path: str | Path) -> list[dict[str, Any]]:
             if turn.get("expect") not in ("answer", NOT_ANSWERED):
                 raise ValueError(f"{path}: conversation {conversation.get('id')!r}: each turn's `expect` must be "
                                  f"`answer` or `{NOT_ANSWERED}`, got {turn.get('expect')!r}")
+            has = turn.get("answer_has")
+            if has is not None and (not isinstance(has, list) or not has or
+                                    not all(isinstance(text, str) and text.strip() for text in has)):
+                raise ValueError(f"{path}: conversation {conversation.get('id')!r}: a turn's `answer_has` must be a "
+                                 f"list of words or numbers a right answer contains (one at least), got {has!r}")
     return conversations
 
 
 def said_not_answered(answer: dict[str, Any]) -> bool:
     return bool(answer.get("flags", {}).get("not_answered")) or bool(_SAYS_NOT_ANSWERED.search(
         answer.get("raw_answer") or ""))
+
+
+def answers_what_it_asks(turn: dict[str, Any], answer: dict[str, Any]) -> bool | None:
+    """Whether the shown answer contains one of the turn's `answer_has` (None: the turn has none, or was not
+    answered)."""
+    if not turn.get("answer_has"):
+        return None
+    if said_not_answered(answer):
+        return False
+    text = answer.get("answer", "").lower()
+    return any(expected.lower() in text for expected in turn["answer_has"])
 
 
 def run_conversations(pipelines: list[str | Path], path: str | Path, progress: bool = True) -> dict[str, Any]:
@@ -68,7 +88,7 @@ def run_conversations(pipelines: list[str | Path], path: str | Path, progress: b
         records = []
         bar = tqdm(total=report["meta"]["turns"], desc=Path(str(target)).stem, unit="turn", disable=not progress)
         for conversation in conversations:
-            conversation_id = None
+            conversation_id, last_answer = None, None
             topic = set(conversation["topic_source_ids"])
             for number, turn in enumerate(conversation["turns"], start=1):
                 answer = service.answer(turn["question"], conversation_id=conversation_id).model_dump()
@@ -79,8 +99,11 @@ def run_conversations(pipelines: list[str | Path], path: str | Path, progress: b
                                 "cited": cited, "off_topic": sorted(set(cited) - topic),
                                 "not_answered": said_not_answered(answer),
                                 "quoted": bool(answer["flags"].get("extractive_fallback")),
+                                "answers_what_it_asks": answers_what_it_asks(turn, answer),
+                                "repeats_last_answer": answer["answer"] == last_answer,
                                 "model": answer.get("model"), "answer": answer["answer"],
                                 "notes": answer.get("notes", [])})
+                last_answer = answer["answer"]
                 bar.update()
         bar.close()
         report["pipelines"][Path(str(target)).stem] = {"summary": summarise_conversations(records),
@@ -104,6 +127,9 @@ def summarise_conversations(records: list[dict[str, Any]]) -> dict[str, Any]:
         "unanswerable_answered_with_citations": sum(bool(r["cited"]) and not r["not_answered"]
                                                     for r in unanswerable),
         "quoted_share": share(sum(r["quoted"] for r in records), records),
+        "asked_turns": len([r for r in records if r.get("answers_what_it_asks") is not None]),
+        "answers_what_it_asks": sum(bool(r.get("answers_what_it_asks")) for r in records),
+        "repeats_last_answer": sum(bool(r.get("repeats_last_answer")) for r in answerable),
     }
 
 
@@ -111,14 +137,17 @@ def conversations_markdown(report: dict[str, Any]) -> str:
     meta = report["meta"]
     lines = [f"Conversations: {meta['conversations']} ({meta['turns']} turns) from `{meta['file']}`, {meta['date']}",
              "", "| pipeline | answerable turns | answered off topic | 'not answered' when it should | "
-             "'not answered' when it should not | unanswerable answered with citations | quoted passages |",
-             "|---|---|---|---|---|---|---|"]
+             "'not answered' when it should not | unanswerable answered with citations | quoted passages | "
+             "follow-ups answering what they ask | answers repeating the last |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, entry in report["pipelines"].items():
         s = entry["summary"]
         lines.append(f"| {name} | {s['answerable_turns']} | {s['off_topic_turns']} "
                      f"({_pct(s['off_topic_share'])}) | {_pct(s['not_answered_when_it_should'])} of "
                      f"{s['unanswerable_turns']} | {_pct(s['not_answered_when_it_should_not'])} | "
-                     f"{s['unanswerable_answered_with_citations']} | {_pct(s['quoted_share'])} |")
+                     f"{s['unanswerable_answered_with_citations']} | {_pct(s['quoted_share'])} | "
+                     f"{s.get('answers_what_it_asks', 0)} of {s.get('asked_turns', 0)} | "
+                     f"{s.get('repeats_last_answer', 0)} |")
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ from pmc_rag.evaluation.metrics import (
 )
 from pmc_rag.evaluation.questions import QuestionFileError, load_questions
 
-from conftest import CORPUS, pipeline_file_for, rag_llm_spec
+from conftest import CORPUS, PROJECT_ROOT, pipeline_file_for, rag_llm_spec
 
 
 def chunk(chunk_id: str, source_id: str) -> Document:
@@ -425,3 +425,25 @@ def test_the_device_benchmark_names_the_export_command_when_its_folder_is_empty(
 
     assert main([str(tmp_path)]) == 2
     assert "pmc-rag bench devices --export" in capsys.readouterr().err
+
+
+def test_a_conversation_turn_is_judged_by_the_words_written_for_it_and_repeats_are_counted(tmp_path):
+    from pmc_rag.evaluation.conversations import answers_what_it_asks, load_conversations, summarise_conversations
+
+    turn = {"question": "How many patients took part?", "expect": "answer", "answer_has": ["N=44", "44 patients"]}
+    assert answers_what_it_asks(turn, {"answer": "Patients (n=44) with PD [1].", "flags": {}})
+    assert not answers_what_it_asks(turn, {"answer": "These findings suggest a relationship [1].", "flags": {}})
+    assert not answers_what_it_asks(turn, {"answer": "x", "flags": {"not_answered": True}})
+    assert answers_what_it_asks({"question": "q", "expect": "answer"}, {"answer": "x", "flags": {}}) is None
+    records = [{"expect": "answer", "not_answered": False, "cited": ["PMID:1"], "off_topic": [], "quoted": True,
+                "answers_what_it_asks": asked, "repeats_last_answer": repeats}
+               for asked, repeats in [(None, False), (False, True), (True, False)]]
+    summary = summarise_conversations(records)
+    assert (summary["asked_turns"], summary["answers_what_it_asks"], summary["repeats_last_answer"]) == (2, 1, 1)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"conversations": [{"id": "c", "topic_source_ids": ["PMID:1"], "turns": [
+        {"question": "How many?", "expect": "answer", "answer_has": "44"}]}]}))
+    with pytest.raises(ValueError, match="`answer_has` must be a list"):
+        load_conversations(bad)
+    for path in ("evaluation/datasets/conversations.json", "evaluation/datasets/conversations_held_aside.json"):
+        assert load_conversations(PROJECT_ROOT / path)
