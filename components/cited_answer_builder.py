@@ -13,6 +13,7 @@ from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import finding_rank, restates_question, states_an_aim, without_verdict
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
+from pmc_rag.components.follow_up_asks import Ask, asked_for
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
 
@@ -215,7 +216,9 @@ class CitedAnswerBuilder:
         # No excerpt names a subject as the router read it ("chemo" where the papers say "chemotherapy"): the
         # answer is built as for any other question.
         quoted_comparison = bool(quoted)
-        extractive = not supported or quoted_comparison
+        asked_number, giving_the_number = (None, []) if not supported or quoted_comparison else \
+            self._giving_the_asked_number(question, topic_question, supported, documents)
+        extractive = not supported or quoted_comparison or bool(giving_the_number)
         if quoted_comparison:
             claims, _ = self._with_each_subject(quoted, quoted, subqueries or [], subjects or [], documents)
             notes.append("A comparison is answered with each paper's own findings, quoted, one for each subject "
@@ -223,6 +226,10 @@ class CitedAnswerBuilder:
             if len(subjects or []) >= 2 and not _compares_subjects(claims, subjects):
                 notes.append(f"No sentence quoted here compares {' with '.join(map(repr, subjects))}: each is one "
                              "paper's finding on one of them, and the papers shown do not compare them.")
+        elif giving_the_number:
+            claims = giving_the_number
+            notes.append(f"The model's answer gives no {asked_number}, which this follow-up asks for: the papers' "
+                         "sentences that do are quoted instead.")
         elif extractive:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
             claims = (self._extract_per_part(subqueries, subjects or [], documents) if subqueries else []) or \
@@ -385,6 +392,17 @@ class CitedAnswerBuilder:
             shown.append(claim)
         return shown, left_out, withheld
 
+    def _giving_the_asked_number(self, question: str, topic_question: str | None, supported: list[dict[str, Any]],
+                                 documents: list[Document]) -> tuple[str | None, list[dict[str, Any]]]:
+        """For a follow-up asking for a count, a duration or a rate that none of the model's supported sentences
+        gives ("How many patients took part?" answered with the conclusion again): what it asks for, in words, and
+        the quotations that give it. (None, []) when the model's answer gives it, or no passage does either."""
+        ask = asked_for(_follow_up_text(question)) if topic_question else None
+        if ask is None or not ask.wants_number or any(ask.fits(c["text"], None) for c in supported):
+            return None, []
+        giving = [c for c in self._extract(question, documents, topic_question) if ask.fits(c["text"], None)]
+        return (_ASKED_NUMBER[ask.kind], giving) if giving else (None, [])
+
     def _unaddressed(self, question: str, claims: list[dict[str, Any]], topic_question: str,
                      word_shares: dict[str, float] | None) -> list[str]:
         """What a follow-up compares with (its specific words that its topic question does not have), when the
@@ -433,10 +451,20 @@ class CitedAnswerBuilder:
         # FIELT trial test" though the question does not say it.
         own_words = _follow_up_words(question, topic_question) if topic_question else \
             content_words(" ".join(looked_up or []))
-        claims = self._quotations(question_words, own_words, documents, findings_only=True)
+        follow_up = {}
+        if topic_question:
+            # What the follow-up asks for (a count, a method, side effects) is looked for in the paper's words for
+            # it, and the sentence that answered the topic question, which the reader has read, comes last. Its
+            # words the topic shares ("How was dynamic stability measured?") say what it asks about.
+            ask = asked_for(_follow_up_text(question))
+            own_words |= ask.words if ask else set()
+            follow_up = {"ask": ask, "asked_words": content_words(_follow_up_text(question)),
+                         "seen": {c["text"] for c in self._quotations(content_words(topic_question), set(), documents,
+                                                                      True)}}
+        claims = self._quotations(question_words, own_words, documents, findings_only=True, **follow_up)
         # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
         # reader sees what was found (the note says these are passages, not an answer)
-        claims = claims or self._quotations(question_words, own_words, documents, findings_only=False)
+        claims = claims or self._quotations(question_words, own_words, documents, findings_only=False, **follow_up)
         naming = self._naming_sentence(own_words, question_words, documents) if looked_up else None
         if naming is None:
             return claims
@@ -590,24 +618,36 @@ class CitedAnswerBuilder:
                     yield sentence, chunk
 
     def _quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
-                    findings_only: bool) -> list[dict[str, Any]]:
-        claims, first_overlap = [], None
+                    findings_only: bool, ask: Ask | None = None, asked_words: set[str] | None = None,
+                    seen: set[str] | None = None) -> list[dict[str, Any]]:
+        """From each paper, the sentence that shares most of `own_words`, then of `question_words`. For a
+        follow-up, a sentence of the kind its `ask` wants counts as words shared (`Ask.weight`), the follow-up's
+        own words (`asked_words`) come before its topic's, and a sentence in `seen` (the reader has read it) is
+        left out when another speaks to the follow-up."""
+        claims, first_overlap, seen, asked_words = [], None, seen or set(), asked_words or set()
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
             candidates = [(sentence, finding_rank(sentence, chunk.meta.get("section")),
-                           bool(CONCLUSION_SECTION.search(str(chunk.meta.get("section") or ""))))
+                           bool(CONCLUSION_SECTION.search(str(chunk.meta.get("section") or ""))),
+                           ask.weight if ask and ask.fits(sentence, chunk.meta.get("section")) else 0,
+                           bool(ask and ask.may_quote(sentence, chunk.meta.get("section"))))
                           for chunk in chunks for sentence in split_sentences(" ".join((chunk.content or "").split()))]
             # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
-            # captions, methods and background, which do not answer anything.
-            candidates = [c for c in candidates if len(c[0].split()) >= self._MIN_QUOTED_WORDS] or candidates
-            if not candidates or (findings_only and not any(c[1] > 0 for c in candidates)):
+            # captions, methods and background, which do not answer anything. Unless a follow-up asks how the
+            # study was done: then a method answers ("Patients (N=44) with idiopathic PD.").
+            candidates = [c for c in candidates if len(c[0].split()) >= self._MIN_QUOTED_WORDS or c[3]] or candidates
+            if not candidates or (findings_only and not any(c[1] > 0 or c[4] for c in candidates)):
                 continue  # nothing here answers anything: no quotation from this paper
-            candidates = [c for c in candidates if c[1] > 0] or candidates
+            candidates = [c for c in candidates if c[1] > 0 or c[4]] or candidates
             # A conclusion abbreviates what the background spelled out ("BD ... in isolated TBI"): each sentence
             # is matched with the paper's own abbreviations spelled out. Between equals, the conclusion is the
             # paper's own answer.
             defined = defined_abbreviations(" ".join(chunk.content or "" for chunk in chunks))
             words = {c[0]: content_words(spelled_out(c[0], defined)) for c in candidates}
-            best = max(candidates, key=lambda c: (len(own_words & words[c[0]]),
+            # What the reader has read is quoted again only when no other sentence speaks to the follow-up.
+            candidates = [c for c in candidates if c[0] not in seen and (own_words & words[c[0]] or c[3])] and \
+                [c for c in candidates if c[0] not in seen] or candidates
+            best = max(candidates, key=lambda c: (len(own_words & words[c[0]]) + c[3],
+                                                  len(asked_words & words[c[0]]),
                                                   min(len(question_words & words[c[0]]), 3), c[1],
                                                   len(question_words & words[c[0]]), c[2]))[0]
             overlap = len(question_words & words[best])
@@ -713,6 +753,15 @@ def _compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> boo
 def _capitalised(text: str) -> str:
     """The text with its first letter a capital: what is left of a sentence after its opening words were cut."""
     return text[:1].upper() + text[1:]
+
+
+# What a follow-up asking for a number asks for, as the answer's note names it.
+_ASKED_NUMBER = {"count": "number", "duration": "duration", "rate": "rate or share"}
+
+
+def _follow_up_text(question: str) -> str:
+    """The follow-up itself, without the topic the server appends ("<follow-up> (follow-up to: <topic>)")."""
+    return re.sub(r"\s*\(follow-up to:.*\)\s*$", "", question, flags=re.DOTALL)
 
 
 def _follow_up_words(question: str, topic_question: str) -> set[str]:

@@ -516,3 +516,55 @@ def test_a_paper_id_that_opens_a_sentence_as_its_subject_becomes_this_paper_and_
                                           "reliable.")
     assert (first.text, first.cited) == ("This paper is a study of the OHIP-NL.", ["PMC2329613"])
     assert (second.text, second.cited) == ("The OHIP-NL was reliable.", ["PMC2329613"])  # a mark, not a subject
+
+
+# A PubMedQA abstract as the follow-ups of a conversation get it, one section per excerpt (shortened from PMID
+# 20382292, the "parkinson" test conversation).
+PARKINSON = [Document(id=f"pd-{i}", content=text, meta={"source_id": "PMID:20382292", "section": f"Abstract: {label}"})
+             for i, (label, text) in enumerate([
+                 ("Objective", "To evaluate the relationship between knee extensor strength, postural stability and "
+                               "functional ambulation in Parkinson's disease (PD)."),
+                 ("Participants", "Patients (N=44) with idiopathic PD."),
+                 ("Main Outcome Measures", "Participants were evaluated on their isokinetic knee extensor strength. "
+                                           "Dynamic postural stability was assessed as the center of pressure-center "
+                                           "of mass moment arm during gait initiation."),
+                 ("Results", "Knee extensor strength positively correlated with dynamic postural stability and "
+                             "negatively correlated with disease severity in patients with PD (P<.05)."),
+                 ("Conclusions", "These findings suggest a malleable relationship between knee extensor strength, "
+                                 "dynamic stability, and disease severity in PD.")])]
+PARKINSON_TOPIC = "Are knee extensor strength, dynamic stability and functional ambulation related in Parkinson's disease?"
+
+
+def follow_up(question: str, text: str = "", documents=PARKINSON, topic: str = PARKINSON_TOPIC) -> dict:
+    verified = verify(text, documents) if text else {"claims": []}
+    return CitedAnswerBuilder(extractive_sentences=1).run(
+        question=f"{question} (follow-up to: {topic})", documents=documents, claims=verified["claims"],
+        raw_answer=text, topic_question=topic)["answer"]
+
+
+def test_a_follow_up_asking_how_many_or_how_it_was_measured_is_quoted_from_the_methods():
+    assert follow_up("How many patients took part in it?")["answer"] == "Patients (N=44) with idiopathic PD [1]."
+    measured = follow_up("How was dynamic stability measured?")["answer"]
+    assert measured.startswith("Dynamic postural stability was assessed as the center of pressure")
+    # A follow-up asking for a finding still never quotes a method or the aim.
+    assert follow_up("Was it related to disease severity?")["answer"].startswith("Knee extensor strength positively")
+
+
+def test_a_follow_up_is_not_answered_with_the_sentence_that_answered_its_topic_unless_nothing_else_speaks_to_it():
+    # The conclusion answered the topic question: "What about severity?" gets the result that names it.
+    assert follow_up("What about severity?")["answer"].startswith("Knee extensor strength positively correlated")
+    # Nothing else speaks to "Is it important?": the conclusion is the best there is, read again.
+    assert follow_up("Is it important?")["answer"].startswith("These findings suggest a malleable relationship")
+
+
+def test_a_models_answer_without_the_number_a_follow_up_asks_for_gives_way_to_the_sentence_with_it():
+    answer = follow_up("How many patients took part in it?",
+                       "Knee extensor strength positively correlated with dynamic postural stability [PMID:20382292].")
+    assert answer["answer"] == "Patients (N=44) with idiopathic PD [1]."
+    assert answer["flags"]["extractive_fallback"]
+    assert any("gives no number, which this follow-up asks for" in note for note in answer["notes"])
+    # The model's answer that gives the number stays.
+    kept = follow_up("How many patients took part in it?", "There were 44 patients with idiopathic Parkinson's "
+                                                            "disease in the cohort [PMID:20382292].")
+    assert kept["answer"] == "There were 44 patients with idiopathic Parkinson's disease in the cohort [1]."
+    assert not kept["flags"]["extractive_fallback"] and not kept["notes"]

@@ -1,0 +1,130 @@
+"""
+What a follow-up asks for beyond its own words: a count, how the study was done, a duration, harms, significance
+or a rate.
+
+A reader who has the paper's conclusion asks next "How many patients took part?", "How was it measured?", "What
+about its side effects?". Their answers are not where a verdict's answer is: a count or a method is in the methods
+or participants, and side effects are written "toxicity", "well tolerated" or "complications". `asked_for` reads
+the ask from the follow-up's wording, so that the quotation step looks for the right kind of sentence.
+
+Usage:
+```python
+from pmc_rag.components.follow_up_asks import asked_for
+
+ask = asked_for("How many patients took part in it?")
+ask.kind, ask.in_methods                                   # ("count", True)
+ask.fits("Patients (N=44) with idiopathic PD.", "Abstract: Participants")   # True
+```
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pmc_rag.components.citations import content_words
+from pmc_rag.components.claim_signals import states_an_aim
+
+# A number as papers write one: digits, or a number word ("Seventeen patients", "Forty consecutive ...").
+_NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+                     r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|"
+                     r"ninety|hundred|thousand)\b", re.IGNORECASE)
+# A count: a number within three words before who or what was counted ("Seven individuals", "136 breasts of 134
+# patients"), or "N=44". Not any number beside them ("participants ... a 6-minute walk test").
+_COUNT = re.compile(r"(?:\d[\d,.]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+                    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
+                    r"eighty|ninety|hundred|thousand)(?:-\w+)?)(?:\s+\S+){0,3}?\s+(?:patients?|participants?|"
+                    r"subjects?|people|persons?|individuals?|women|men|children|adults?|students?|members?|cases?|"
+                    r"procedures?|operations?|samples?|specimens?|pregnancies|teeth|eyes|hearts|infants?|"
+                    r"respondents?|trainees?|volunteers?|controls?|dentists?|nurses?|physicians?|doctors?)\b|"
+                    r"\bn\s*=\s*\d", re.IGNORECASE)
+_TIME = re.compile(r"\b(?:days?|weeks?|months?|years?|yrs?)\b|\d-year|\d-month", re.IGNORECASE)
+_RATE = re.compile(r"%|\bper ?cent|\brates?\b|\bproportion\b|\bof the \d+|\bof \d+\b", re.IGNORECASE)
+# Where a paper says how its study was done.
+_METHODS_SECTION = re.compile(r"method|material|participant|patient|subject|design|setting|population|sample|"
+                              r"measure|intervention|data source|procedure", re.IGNORECASE)
+# Where it says why: never an answer to how it was done.
+_WHY_SECTION = re.compile(r"background|introduction|objective|aim|purpose|context|rationale", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """
+    What a follow-up asks for.
+
+    :param kind: "count", "duration", "method", "harms", "significance" or "rate".
+    :param words: The stems of the words papers use for it ("toxic", "toler" for "side effects").
+    :param in_methods: The answer may be a sentence of the methods or participants, which the quotation step
+        otherwise never quotes.
+    """
+
+    kind: str
+    words: frozenset[str]
+    in_methods: bool
+
+    def may_quote(self, sentence: str, section: str | None) -> bool:
+        """Whether a sentence the quotation step would skip as a method may answer this ask: only for asks about
+        how the study was done, and never an aim or background."""
+        return self.in_methods and not _WHY_SECTION.search(str(section or "")) and not states_an_aim(sentence)
+
+    @property
+    def wants_number(self) -> bool:
+        """A count, a duration or a rate: a sentence without its number cannot answer, whatever words it shares."""
+        return self.kind in ("count", "duration", "rate")
+
+    @property
+    def weight(self) -> int:
+        """What a fitting sentence counts for in the quotation step, in words shared."""
+        return 2 if self.wants_number else 1
+
+    def fits(self, sentence: str, section: str | None) -> bool:
+        """Whether the sentence is the kind of sentence that answers: a count, a duration, a rate, a method."""
+        if self.kind == "count":
+            return bool(_COUNT.search(sentence))
+        if self.kind == "duration":
+            return bool(_NUMBER.search(sentence) and _TIME.search(sentence))
+        if self.kind == "rate":
+            return bool(_NUMBER.search(sentence) and _RATE.search(sentence))
+        if self.kind == "method":
+            return bool(_METHODS_SECTION.search(str(section or "")))
+        return bool(self.words & content_words(sentence))
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(content_words(text))
+
+
+# In order: "How many patients had complications?" is a count. A count, a duration or a rate is recognised by its
+# number (`Ask.fits`), not by words.
+_ASKS = [
+    ("count", re.compile(r"\bhow (?:many|large|big)\b|\bsample size\b|\bnumber of (?:patients|participants|"
+                         r"subjects|people|cases)\b", re.IGNORECASE), frozenset(), True),
+    ("duration", re.compile(r"\bhow long\b|\bfollow(?:ed)?[- ]?up\b|\bduration\b", re.IGNORECASE), frozenset(), True),
+    ("rate", re.compile(r"\bhow (?:often|common|frequent(?:ly)?)\b|\b(?:success|response|survival|complication|"
+                        r"recurrence|mortality|accuracy) rates?\b|\bwhat (?:percentage|proportion|share)\b",
+                        re.IGNORECASE), frozenset(), False),
+    # Papers say "assessed" where a reader asks how something was "measured".
+    ("method", re.compile(r"\bhow (?:was|were|is|are|did|do|does)\b.*\b(?:measur|test|assess|evaluat|determin|"
+                          r"diagnos|done|perform|defin|scor|select|recruit|analy[sz]|calculat|estimat)\w*",
+                          re.IGNORECASE), _stems("measured assessed evaluated tested determined"), True),
+    ("harms", re.compile(r"\b(?:side[- ]effects?|adverse|complications?|safety|safe|harms?|harmful|toxicit\w*|"
+                         r"tolerat\w*)\b", re.IGNORECASE),
+     _stems("toxicity toxicities adverse tolerated tolerability safety safe complications morbidity harms "
+            "side effects"), False),
+    ("significance", re.compile(r"\bsignifican\w*|\bp[- ]values?\b", re.IGNORECASE),
+     _stems("significant significantly different difference"), False),
+]
+# "Which costs did they compare?", "What outcomes did they measure?": the thing named is what the answer must
+# name, though the topic question named it too ("cost savings").
+_WHICH = re.compile(r"\b(?:which|what) (?:\w+ )?(tests?|methods?|equations?|measures?|outcomes?|scales?|costs?|"
+                    r"instruments?|questionnaires?|criteria|techniques?|patients|participants|population|drugs?|"
+                    r"doses?|groups?)\b", re.IGNORECASE)
+
+
+def asked_for(question: str) -> Ask | None:
+    """The kind of thing the question asks for, or None when it asks for a finding (the usual case)."""
+    for kind, pattern, words, in_methods in _ASKS:
+        if pattern.search(question):
+            return Ask(kind, words, in_methods)
+    which = _WHICH.search(question)
+    return Ask("method", _stems(which.group(1)), True) if which else None

@@ -1,0 +1,50 @@
+"""What a follow-up asks for: the kind of sentence that answers "How many?", "How was it measured?", "Side
+effects?"."""
+
+from __future__ import annotations
+
+import pytest
+
+from pmc_rag.components.follow_up_asks import asked_for
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("How many patients took part in it?", "count"),
+    ("How large was the study?", "count"),
+    ("How long were the patients followed?", "duration"),
+    ("What was its success rate?", "rate"),
+    ("How common was it in those patients?", "rate"),
+    ("How was dynamic stability measured?", "method"),
+    ("Which equations did they test?", "method"),
+    ("What about its side effects?", "harms"),
+    ("Were there any complications?", "harms"),
+    ("Were the results statistically significant?", "significance"),
+    ("What did they conclude?", None),
+    ("Does it prolong overall survival?", None),
+])
+def test_the_kind_of_thing_a_follow_up_asks_for(question, kind):
+    ask = asked_for(question)
+    assert (ask.kind if ask else None) == kind
+
+
+def test_a_count_is_a_number_beside_who_was_counted_not_any_number_in_the_sentence():
+    count = asked_for("How many patients took part?")
+    assert count.fits("Patients (N=44) with idiopathic PD.", "Abstract: Participants")
+    assert count.fits("Seven individuals who have undergone hemispherectomy were recruited.", "Abstract: Methods")
+    assert count.fits("A retrospective analysis of 136 breasts of 134 patients.", None)
+    assert not count.fits("Participants underwent a 6-minute walk test.", "Abstract: Main Outcome Measures")
+    assert not count.fits("Patients with PD had lower strength.", "Abstract: Results")
+    duration = asked_for("How long were the delays?")
+    assert duration.fits("Median TPT was 18 days.", None) and not duration.fits("TPT was delayed in 69.1%.", None)
+
+
+def test_how_a_study_was_done_may_come_from_its_methods_never_from_its_aim_or_background():
+    method = asked_for("How was stability measured?")
+    assert method.may_quote("Stability was measured by radiostereometric analysis.", "Abstract: Methods")
+    assert not method.may_quote("To measure stability after cup-cage reconstruction.", "Abstract: Methods")
+    assert not method.may_quote("Stability is hard to achieve in frail patients.", "Abstract: Background")
+    assert method.words >= {"assess", "measur"}  # papers say "assessed" for "measured"
+    # A finding's follow-up may not quote methods: the quotation step keeps to conclusions and results.
+    assert not asked_for("What about its side effects?").may_quote("Toxicity was graded.", "Abstract: Methods")
+    # "Which costs": the thing named is what the answer must name.
+    assert asked_for("Which costs did they compare?").words == {"cost"}
