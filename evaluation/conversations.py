@@ -4,8 +4,9 @@ conversations.json.)
 
 Each conversation names the papers its topic is about. Per turn:
 * **off topic**: an answer citing a paper outside the conversation's topic papers;
-* **not answered**: the answer says the indexed papers do not answer (the relevance gate's reply, or a model's
-  answer saying so); compared with what the turn expects;
+* **not answered**: the answer shown says the indexed papers do not answer (the relevance gate's reply, or a
+  shown sentence saying so); compared with what the turn expects. A model's reply saying so that the checks
+  removed, with the papers' passages quoted in its place, is an answer: the reader is shown the passages;
 * **answers what it asks**: for a turn with `answer_has` (words or numbers written by reading the paper, never by
   the system), whether the answer contains one of them: "How many patients ...?" answered with the conclusion
   again does not;
@@ -58,8 +59,10 @@ def load_conversations(path: str | Path) -> list[dict[str, Any]]:
 
 
 def said_not_answered(answer: dict[str, Any]) -> bool:
+    """Whether the answer shown says the papers do not answer (before 2026-11-27 the model's reply was read, shown
+    or not)."""
     return bool(answer.get("flags", {}).get("not_answered")) or bool(_SAYS_NOT_ANSWERED.search(
-        answer.get("raw_answer") or ""))
+        answer.get("answer") or ""))
 
 
 def answers_what_it_asks(turn: dict[str, Any], answer: dict[str, Any]) -> bool | None:

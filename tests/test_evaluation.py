@@ -428,12 +428,18 @@ def test_the_device_benchmark_names_the_export_command_when_its_folder_is_empty(
 
 
 def test_a_conversation_turn_is_judged_by_the_words_written_for_it_and_repeats_are_counted(tmp_path):
-    from pmc_rag.evaluation.conversations import answers_what_it_asks, load_conversations, summarise_conversations
+    from pmc_rag.evaluation.conversations import (answers_what_it_asks, load_conversations, said_not_answered,
+                                                  summarise_conversations)
 
     turn = {"question": "How many patients took part?", "expect": "answer", "answer_has": ["N=44", "44 patients"]}
     assert answers_what_it_asks(turn, {"answer": "Patients (n=44) with PD [1].", "flags": {}})
     assert not answers_what_it_asks(turn, {"answer": "These findings suggest a relationship [1].", "flags": {}})
     assert not answers_what_it_asks(turn, {"answer": "x", "flags": {"not_answered": True}})
+    # What the reader is shown counts: the model's "the excerpts do not say", removed for the passage that does
+    # say, is no "not answered".
+    quoted = {"answer": "Seven individuals were recruited [1].", "flags": {},
+              "raw_answer": "The excerpts do not mention how many patients took part."}
+    assert not said_not_answered(quoted) and said_not_answered({"answer": "The papers do not report it.", "flags": {}})
     assert answers_what_it_asks({"question": "q", "expect": "answer"}, {"answer": "x", "flags": {}}) is None
     records = [{"expect": "answer", "not_answered": False, "cited": ["PMID:1"], "off_topic": [], "quoted": True,
                 "answers_what_it_asks": asked, "repeats_last_answer": repeats}
