@@ -216,9 +216,9 @@ class CitedAnswerBuilder:
         # No excerpt names a subject as the router read it ("chemo" where the papers say "chemotherapy"): the
         # answer is built as for any other question.
         quoted_comparison = bool(quoted)
-        asked_number, giving_the_number = (None, []) if not supported or quoted_comparison else \
-            self._giving_the_asked_number(question, topic_question, supported, documents)
-        extractive = not supported or quoted_comparison or bool(giving_the_number)
+        asked, quoted_as_asked = (None, []) if not supported or quoted_comparison else \
+            self._quoting_what_is_asked(question, topic_question, supported, documents)
+        extractive = not supported or quoted_comparison or bool(quoted_as_asked)
         if quoted_comparison:
             claims, _ = self._with_each_subject(quoted, quoted, subqueries or [], subjects or [], documents)
             notes.append("A comparison is answered with each paper's own findings, quoted, one for each subject "
@@ -226,9 +226,9 @@ class CitedAnswerBuilder:
             if len(subjects or []) >= 2 and not _compares_subjects(claims, subjects):
                 notes.append(f"No sentence quoted here compares {' with '.join(map(repr, subjects))}: each is one "
                              "paper's finding on one of them, and the papers shown do not compare them.")
-        elif giving_the_number:
-            claims = giving_the_number
-            notes.append(f"The model's answer gives no {asked_number}, which this follow-up asks for: the papers' "
+        elif quoted_as_asked:
+            claims = quoted_as_asked
+            notes.append(f"This follow-up asks for {asked}, which the model's answer does not give: the papers' "
                          "sentences that do are quoted instead.")
         elif extractive:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
@@ -392,16 +392,16 @@ class CitedAnswerBuilder:
             shown.append(claim)
         return shown, left_out, withheld
 
-    def _giving_the_asked_number(self, question: str, topic_question: str | None, supported: list[dict[str, Any]],
-                                 documents: list[Document]) -> tuple[str | None, list[dict[str, Any]]]:
-        """For a follow-up asking for a count, a duration or a rate that none of the model's supported sentences
-        gives ("How many patients took part?" answered with the conclusion again): what it asks for, in words, and
-        the quotations that give it. (None, []) when the model's answer gives it, or no passage does either."""
+    def _quoting_what_is_asked(self, question: str, topic_question: str | None, supported: list[dict[str, Any]],
+                               documents: list[Document]) -> tuple[str | None, list[dict[str, Any]]]:
+        """For a follow-up asking for a number, a method, harms or significance that none of the model's supported
+        sentences gives ("How many patients took part?" answered with the conclusion again): what it asks for, in
+        words, and the quotations that give it. (None, []) when the model's answer gives it, or no passage does."""
         ask = asked_for(_follow_up_text(question)) if topic_question else None
-        if ask is None or not ask.wants_number or any(ask.fits(c["text"], None) for c in supported):
+        if ask is None or any(ask.says(c["text"]) for c in supported):
             return None, []
-        giving = [c for c in self._extract(question, documents, topic_question) if ask.fits(c["text"], None)]
-        return (_ASKED_NUMBER[ask.kind], giving) if giving else (None, [])
+        giving = [c for c in self._extract(question, documents, topic_question) if ask.says(c["text"])]
+        return (ask.wanted, giving) if giving else (None, [])
 
     def _unaddressed(self, question: str, claims: list[dict[str, Any]], topic_question: str,
                      word_shares: dict[str, float] | None) -> list[str]:
@@ -457,7 +457,7 @@ class CitedAnswerBuilder:
             # it, and the sentence that answered the topic question, which the reader has read, comes last. Its
             # words the topic shares ("How was dynamic stability measured?") say what it asks about.
             ask = asked_for(_follow_up_text(question))
-            own_words |= ask.words if ask else set()
+            own_words = (own_words - ask.misleading) | ask.words if ask else own_words
             follow_up = {"ask": ask, "asked_words": content_words(_follow_up_text(question)),
                          "seen": {c["text"] for c in self._quotations(content_words(topic_question), set(), documents,
                                                                       True)}}
@@ -753,10 +753,6 @@ def _compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> boo
 def _capitalised(text: str) -> str:
     """The text with its first letter a capital: what is left of a sentence after its opening words were cut."""
     return text[:1].upper() + text[1:]
-
-
-# What a follow-up asking for a number asks for, as the answer's note names it.
-_ASKED_NUMBER = {"count": "number", "duration": "duration", "rate": "rate or share"}
 
 
 def _follow_up_text(question: str) -> str:

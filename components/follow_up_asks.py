@@ -56,11 +56,16 @@ class Ask:
     :param words: The stems of the words papers use for it ("toxic", "toler" for "side effects").
     :param in_methods: The answer may be a sentence of the methods or participants, which the quotation step
         otherwise never quotes.
+    :param wanted: What it asks for, in words, for the answer's notes ("a number", "which equations").
+    :param misleading: Stems of the follow-up's own words that mean something else alone: "effect" of "side
+        effects" is the stem of "effective".
     """
 
     kind: str
     words: frozenset[str]
     in_methods: bool
+    wanted: str
+    misleading: frozenset[str] = frozenset()
 
     def may_quote(self, sentence: str, section: str | None) -> bool:
         """Whether a sentence the quotation step would skip as a method may answer this ask: only for asks about
@@ -89,6 +94,11 @@ class Ask:
             return bool(_METHODS_SECTION.search(str(section or "")))
         return bool(self.words & content_words(sentence))
 
+    def says(self, sentence: str) -> bool:
+        """Whether a sentence, wherever it comes from (a model's), gives what is asked: its number, or the words
+        papers use for it ("assessed", "toxicity", "equation")."""
+        return self.fits(sentence, None) if self.wants_number else bool(self.words & content_words(sentence))
+
 
 def _stems(text: str) -> frozenset[str]:
     return frozenset(content_words(text))
@@ -98,21 +108,23 @@ def _stems(text: str) -> frozenset[str]:
 # number (`Ask.fits`), not by words.
 _ASKS = [
     ("count", re.compile(r"\bhow (?:many|large|big)\b|\bsample size\b|\bnumber of (?:patients|participants|"
-                         r"subjects|people|cases)\b", re.IGNORECASE), frozenset(), True),
-    ("duration", re.compile(r"\bhow long\b|\bfollow(?:ed)?[- ]?up\b|\bduration\b", re.IGNORECASE), frozenset(), True),
+                         r"subjects|people|cases)\b", re.IGNORECASE), frozenset(), True, "a number"),
+    ("duration", re.compile(r"\bhow long\b|\bfollow(?:ed)?[- ]?up\b|\bduration\b", re.IGNORECASE), frozenset(), True,
+     "a duration"),
     ("rate", re.compile(r"\bhow (?:often|common|frequent(?:ly)?)\b|\b(?:success|response|survival|complication|"
                         r"recurrence|mortality|accuracy) rates?\b|\bwhat (?:percentage|proportion|share)\b",
-                        re.IGNORECASE), frozenset(), False),
+                        re.IGNORECASE), frozenset(), False, "a rate or share"),
     # Papers say "assessed" where a reader asks how something was "measured".
     ("method", re.compile(r"\bhow (?:was|were|is|are|did|do|does)\b.*\b(?:measur|test|assess|evaluat|determin|"
                           r"diagnos|done|perform|defin|scor|select|recruit|analy[sz]|calculat|estimat)\w*",
-                          re.IGNORECASE), _stems("measured assessed evaluated tested determined"), True),
+                          re.IGNORECASE), _stems("measured assessed evaluated tested determined"), True,
+     "how it was measured or done"),
     ("harms", re.compile(r"\b(?:side[- ]effects?|adverse|complications?|safety|safe|harms?|harmful|toxicit\w*|"
                          r"tolerat\w*)\b", re.IGNORECASE),
-     _stems("toxicity toxicities adverse tolerated tolerability safety safe complications morbidity harms "
-            "side effects"), False),
+     _stems("toxicity toxicities adverse tolerated tolerability safety safe complications morbidity harms side"),
+     False, "harms or side effects"),
     ("significance", re.compile(r"\bsignifican\w*|\bp[- ]values?\b", re.IGNORECASE),
-     _stems("significant significantly different difference"), False),
+     _stems("significant significantly different difference"), False, "whether the results were significant"),
 ]
 # "Which costs did they compare?", "What outcomes did they measure?": the thing named is what the answer must
 # name, though the topic question named it too ("cost savings").
@@ -123,8 +135,9 @@ _WHICH = re.compile(r"\b(?:which|what) (?:\w+ )?(tests?|methods?|equations?|meas
 
 def asked_for(question: str) -> Ask | None:
     """The kind of thing the question asks for, or None when it asks for a finding (the usual case)."""
-    for kind, pattern, words, in_methods in _ASKS:
+    for kind, pattern, words, in_methods, wanted in _ASKS:
         if pattern.search(question):
-            return Ask(kind, words, in_methods)
+            misleading = _stems("effects") if re.search(r"\bside[- ]effects?\b", question, re.IGNORECASE) else None
+            return Ask(kind, words, in_methods, wanted, misleading or frozenset())
     which = _WHICH.search(question)
-    return Ask("method", _stems(which.group(1)), True) if which else None
+    return Ask("method", _stems(which.group(1)), True, f"which {which.group(1).lower()}") if which else None

@@ -562,9 +562,34 @@ def test_a_models_answer_without_the_number_a_follow_up_asks_for_gives_way_to_th
                        "Knee extensor strength positively correlated with dynamic postural stability [PMID:20382292].")
     assert answer["answer"] == "Patients (N=44) with idiopathic PD [1]."
     assert answer["flags"]["extractive_fallback"]
-    assert any("gives no number, which this follow-up asks for" in note for note in answer["notes"])
+    assert any("asks for a number, which the model's answer does not give" in note for note in answer["notes"])
     # The model's answer that gives the number stays.
     kept = follow_up("How many patients took part in it?", "There were 44 patients with idiopathic Parkinson's "
                                                             "disease in the cohort [PMID:20382292].")
     assert kept["answer"] == "There were 44 patients with idiopathic Parkinson's disease in the cohort [1]."
+    assert not kept["flags"]["extractive_fallback"] and not kept["notes"]
+
+
+def test_side_effects_are_quoted_from_the_sentence_on_toxicity_not_one_on_effectiveness():
+    paper = [Document(id=f"e-{i}", content=text, meta={"source_id": "PMC4816447", "section": section})
+             for i, (section, text) in enumerate([
+                 ("Abstract: Conclusion", "The present study reinforces the use of EGFR tyrosine kinase inhibition as a "
+                                          "first line treatment of choice for advanced adenocarcinoma of the lung."),
+                 ("Discussion", "The availability of EGFR targeted treatments introduced an effective treatment for a "
+                                "previously unmet medical need in this population."),
+                 ("Results / Safety", "Treatment with erlotinib was generally well tolerated with manageable toxicity "
+                                      "as reported by the participating investigators.")])]
+    topic = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
+    answer = follow_up("What about its side effects?", documents=paper, topic=topic)["answer"]
+    assert answer.startswith("Treatment with erlotinib was generally well tolerated with manageable toxicity")
+
+
+def test_a_models_result_in_answer_to_how_it_was_measured_gives_way_to_the_method():
+    answer = follow_up("How was dynamic stability measured?",
+                       "Knee extensor strength positively correlated with dynamic postural stability [PMID:20382292].")
+    assert answer["answer"].startswith("Dynamic postural stability was assessed as the center of pressure")
+    assert any("asks for how it was measured or done" in note for note in answer["notes"])
+    # A model's answer naming how it was measured stays.
+    kept = follow_up("How was dynamic stability measured?", "Dynamic postural stability was assessed as the center "
+                                                            "of pressure-center of mass moment arm [PMID:20382292].")
     assert not kept["flags"]["extractive_fallback"] and not kept["notes"]

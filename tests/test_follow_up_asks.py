@@ -48,3 +48,10 @@ def test_how_a_study_was_done_may_come_from_its_methods_never_from_its_aim_or_ba
     assert not asked_for("What about its side effects?").may_quote("Toxicity was graded.", "Abstract: Methods")
     # "Which costs": the thing named is what the answer must name.
     assert asked_for("Which costs did they compare?").words == {"cost"}
+
+
+def test_side_effects_are_looked_for_as_papers_write_them_and_never_as_effectiveness():
+    harms = asked_for("What about its side effects?")
+    assert {"toxic", "toler", "advers"} <= harms.words and "effect" in harms.misleading and "effect" not in harms.words
+    assert harms.fits("Erlotinib was generally well tolerated with manageable toxicity.", "Results / Safety")
+    assert not harms.fits("Erlotinib is an effective first-line treatment.", "Conclusion")
