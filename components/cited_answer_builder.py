@@ -13,7 +13,7 @@ from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import finding_rank, restates_question, states_an_aim, without_verdict
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
-from pmc_rag.components.follow_up_asks import Ask, asked_for
+from pmc_rag.components.follow_up_asks import Ask, asked_for, follow_up_text
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
 
@@ -397,7 +397,7 @@ class CitedAnswerBuilder:
         """For a follow-up asking for a number, a method, harms or significance that none of the model's supported
         sentences gives ("How many patients took part?" answered with the conclusion again): what it asks for, in
         words, and the quotations that give it. (None, []) when the model's answer gives it, or no passage does."""
-        ask = asked_for(_follow_up_text(question)) if topic_question else None
+        ask = asked_for(follow_up_text(question)) if topic_question else None
         if ask is None or any(ask.says(c["text"]) for c in supported):
             return None, []
         giving = [c for c in self._extract(question, documents, topic_question) if ask.says(c["text"])]
@@ -456,9 +456,10 @@ class CitedAnswerBuilder:
             # What the follow-up asks for (a count, a method, side effects) is looked for in the paper's words for
             # it, and the sentence that answered the topic question, which the reader has read, comes last. Its
             # words the topic shares ("How was dynamic stability measured?") say what it asks about.
-            ask = asked_for(_follow_up_text(question))
+            ask = asked_for(follow_up_text(question))
             own_words = (own_words - ask.misleading) | ask.words if ask else own_words
-            follow_up = {"ask": ask, "asked_words": content_words(_follow_up_text(question)),
+            follow_up = {"ask": ask, "asked_words": content_words(follow_up_text(question)) -
+                         (ask.misleading if ask else set()),
                          "seen": {c["text"] for c in self._quotations(content_words(topic_question), set(), documents,
                                                                       True)}}
         claims = self._quotations(question_words, own_words, documents, findings_only=True, **follow_up)
@@ -753,11 +754,6 @@ def _compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> boo
 def _capitalised(text: str) -> str:
     """The text with its first letter a capital: what is left of a sentence after its opening words were cut."""
     return text[:1].upper() + text[1:]
-
-
-def _follow_up_text(question: str) -> str:
-    """The follow-up itself, without the topic the server appends ("<follow-up> (follow-up to: <topic>)")."""
-    return re.sub(r"\s*\(follow-up to:.*\)\s*$", "", question, flags=re.DOTALL)
 
 
 def _follow_up_words(question: str, topic_question: str) -> set[str]:

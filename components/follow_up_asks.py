@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from pmc_rag.components.citations import content_words
 from pmc_rag.components.claim_signals import states_an_aim
+from pmc_rag.serving.conversation import FOLLOW_UP_LABEL, is_follow_up
 
 # A number as papers write one: digits, or a number word ("Seventeen patients", "Forty consecutive ...").
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
@@ -59,6 +60,7 @@ class Ask:
     :param wanted: What it asks for, in words, for the answer's notes ("a number", "which equations").
     :param misleading: Stems of the follow-up's own words that mean something else alone: "effect" of "side
         effects" is the stem of "effective".
+    :param search_words: Words the follow-up's search adds, so that the passages that answer are found.
     """
 
     kind: str
@@ -66,6 +68,7 @@ class Ask:
     in_methods: bool
     wanted: str
     misleading: frozenset[str] = frozenset()
+    search_words: str = ""
 
     def may_quote(self, sentence: str, section: str | None) -> bool:
         """Whether a sentence the quotation step would skip as a method may answer this ask: only for asks about
@@ -108,23 +111,25 @@ def _stems(text: str) -> frozenset[str]:
 # number (`Ask.fits`), not by words.
 _ASKS = [
     ("count", re.compile(r"\bhow (?:many|large|big)\b|\bsample size\b|\bnumber of (?:patients|participants|"
-                         r"subjects|people|cases)\b", re.IGNORECASE), frozenset(), True, "a number"),
+                         r"subjects|people|cases)\b", re.IGNORECASE), frozenset(), True, "a number",
+     "patients participants enrolled included"),
     ("duration", re.compile(r"\bhow long\b|\bfollow(?:ed)?[- ]?up\b|\bduration\b", re.IGNORECASE), frozenset(), True,
-     "a duration"),
+     "a duration", "follow-up months years"),
     ("rate", re.compile(r"\bhow (?:often|common|frequent(?:ly)?)\b|\b(?:success|response|survival|complication|"
                         r"recurrence|mortality|accuracy) rates?\b|\bwhat (?:percentage|proportion|share)\b",
-                        re.IGNORECASE), frozenset(), False, "a rate or share"),
+                        re.IGNORECASE), frozenset(), False, "a rate or share", "rate"),
     # Papers say "assessed" where a reader asks how something was "measured".
     ("method", re.compile(r"\bhow (?:was|were|is|are|did|do|does)\b.*\b(?:measur|test|assess|evaluat|determin|"
                           r"diagnos|done|perform|defin|scor|select|recruit|analy[sz]|calculat|estimat)\w*",
                           re.IGNORECASE), _stems("measured assessed evaluated tested determined"), True,
-     "how it was measured or done"),
+     "how it was measured or done", "measured assessed methods"),
     ("harms", re.compile(r"\b(?:side[- ]effects?|adverse|complications?|safety|safe|harms?|harmful|toxicit\w*|"
                          r"tolerat\w*)\b", re.IGNORECASE),
      _stems("toxicity toxicities adverse tolerated tolerability safety safe complications morbidity harms side"),
-     False, "harms or side effects"),
+     False, "harms or side effects", "toxicity tolerated adverse events safety complications"),
     ("significance", re.compile(r"\bsignifican\w*|\bp[- ]values?\b", re.IGNORECASE),
-     _stems("significant significantly different difference"), False, "whether the results were significant"),
+     _stems("significant significantly different difference"), False, "whether the results were significant",
+     "significant difference"),
 ]
 # "Which costs did they compare?", "What outcomes did they measure?": the thing named is what the answer must
 # name, though the topic question named it too ("cost savings").
@@ -135,9 +140,26 @@ _WHICH = re.compile(r"\b(?:which|what) (?:\w+ )?(tests?|methods?|equations?|meas
 
 def asked_for(question: str) -> Ask | None:
     """The kind of thing the question asks for, or None when it asks for a finding (the usual case)."""
-    for kind, pattern, words, in_methods, wanted in _ASKS:
+    for kind, pattern, words, in_methods, wanted, search_words in _ASKS:
         if pattern.search(question):
             misleading = _stems("effects") if re.search(r"\bside[- ]effects?\b", question, re.IGNORECASE) else None
-            return Ask(kind, words, in_methods, wanted, misleading or frozenset())
+            return Ask(kind, words, in_methods, wanted, misleading or frozenset(), search_words)
     which = _WHICH.search(question)
     return Ask("method", _stems(which.group(1)), True, f"which {which.group(1).lower()}") if which else None
+
+
+def follow_up_text(query: str) -> str:
+    """The follow-up itself, without the topic the server appends ("<follow-up> (follow-up to: <topic>)")."""
+    return query.split(FOLLOW_UP_LABEL, 1)[0]
+
+
+def searched_for(query: str) -> str:
+    """What a follow-up searches for: the query with the words papers use for what it asks, before its topic.
+    "What about its side effects? toxicity tolerated adverse events ... (follow-up to: ...)" finds the paper's
+    safety results, which never say "side effects". Any other query is searched as it is."""
+    if not is_follow_up(query):
+        return query
+    ask = asked_for(follow_up_text(query))
+    if ask is None or not ask.search_words:
+        return query
+    return f"{follow_up_text(query)} {ask.search_words}{query[len(follow_up_text(query)):]}"

@@ -6,9 +6,10 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pmc_rag.components.citations import best_sentence, support
+from pmc_rag.components.citations import best_sentence, content_words, support
 from pmc_rag.components.claim_signals import (CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE, check_pairs,
-                                              conflicts, states_an_aim, without_verdict)
+                                              conflicts, is_negated, states_an_aim, without_verdict)
+from pmc_rag.components.section_chunker import split_sentences
 
 
 @component
@@ -21,6 +22,9 @@ class LexicalSupportJudge:
       aim: "To assess whether ...") shares at least `conflict_overlap` of the
       claim's content words and the two differ in negation, in a number or unit, or in direction of change
       (`claim_signals.conflicts`): "X was not associated with Y" against "X was associated with Y";
+    * also **contradicted** if the claim says "not" or "no", no sentence of the evidence sharing at least
+      `min_support` of its words does, and a finding shares that many ("no evidence of toxicity" against
+      "Toxicity was well tolerated with manageable toxicity"); **unsupported** when only an aim or nothing does;
     * else **supported** if at least `min_support` of the claim's content words are in the evidence;
     * else **unsupported**; **unverifiable** for a claim of under three content words ("Yes.").
 
@@ -84,7 +88,21 @@ class LexicalSupportJudge:
             if found:
                 return {**judged, "label": CONTRADICTED, "reason": "; ".join(found), "sentence": finding,
                         "alignment": finding_overlap}
+        # A claim that something did not happen ("no evidence of toxicity") is read in the words it shares with an
+        # excerpt that never says so ("Toxicity was scored every four weeks"; a follow-up, 2026-11-27): a "not"
+        # no source sentence has is the claim's own. It contradicts a finding on its subject; an aim says nothing
+        # either way.
+        if score >= self.min_support and is_negated(claim) and not self._negated_alike(claim, evidence):
+            reason = "negation: the claim says 'not' or 'no', and no source sentence sharing its words does"
+            on_its_subject = finding and finding_overlap >= self.min_support
+            return {**judged, "label": CONTRADICTED if on_its_subject else UNSUPPORTED, "reason": reason}
         if score >= self.min_support:
             return {**judged, "label": SUPPORTED}
         return {**judged, "label": UNSUPPORTED,
                 "reason": f"{score:.0%} of its words are in the source (needs {self.min_support:.0%})"}
+
+    def _negated_alike(self, claim: str, evidence: str) -> bool:
+        """Whether a negated sentence of the evidence shares at least `min_support` of the claim's words."""
+        words = content_words(claim)
+        return any(is_negated(sentence) and len(words & content_words(sentence)) >= self.min_support * len(words)
+                   for sentence in split_sentences(" ".join(evidence.split())))

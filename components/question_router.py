@@ -12,6 +12,7 @@ from haystack.core.serialization import component_from_dict, component_to_dict, 
 from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import paper_ids
+from pmc_rag.components.follow_up_asks import searched_for
 from pmc_rag.serving.conversation import is_follow_up
 
 ROUTES = ("single", "summarise", "compare", "several", "overview", "multi_step")
@@ -194,7 +195,8 @@ class QuestionRouter:
         if route == "summarise":
             result["paper"] = paper or _paper_phrase(question)
             return result
-        result["search_question"] = question
+        # A follow-up searches with the words papers use for what it asks ("toxicity" for "side effects").
+        result["search_question"] = searched_for(question)
         if route == "compare":
             result["subjects"] = compared_subjects(question)
             if len(result["subjects"]) >= 2:

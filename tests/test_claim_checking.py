@@ -402,7 +402,12 @@ def test_a_claim_naming_a_subject_its_source_never_names_is_removed_even_when_it
     """The issue's case: a verdict about hip replacement, attached to a depression trial sharing other words."""
     question = "Does acupuncture improve outcomes after hip replacement?"
     shares = {"acupuncture": 0.004, "improve": 0.2, "outcomes": 0.1, "hip": 0.003, "replacement": 0.006}
-    reply = "No, acupuncture does not improve outcomes after hip replacement."
+    # The issue's sentence was "No, acupuncture does not improve ...": since 2026-11-27 the judge contradicts that
+    # "not" (the trial negates nothing), so the rule is shown on the same claim without it.
+    negated = ClaimChecker().run(claims=[claim("No, acupuncture does not improve outcomes after hip replacement.",
+                                               "PMC777")], documents=[DEPRESSION_TRIAL], word_shares=shares)
+    assert negated["claims"] == [] and negated["removed_claims"][0]["reason"].startswith("negation")
+    reply = "Yes, acupuncture improves outcomes after hip replacement."
     verified = CitationVerifier(attribution_threshold=0.3).run(replies=[ChatMessage.from_assistant(reply)],
                                                                documents=[DEPRESSION_TRIAL])
     assert verified["claims"][0]["cited"] == ["PMC777"]  # attached by word overlap alone
@@ -488,3 +493,29 @@ def test_a_causal_link_to_the_sentence_before_is_not_shown_as_a_finding():
     # and no check reads a link between two sentences
     assert answer["answer"].startswith("Erlotinib prolonged progression-free survival in patients with EGFR-mutant")
     assert "because" not in answer["answer"]
+
+
+def test_a_claim_that_something_did_not_happen_needs_a_source_sentence_that_says_so():
+    from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
+
+    # The embedded model on "What about its side effects?" after the erlotinib question (2026-11-27): the words are
+    # the methods' ("toxicity ... adverse events"), the "not found" is the model's own.
+    methods = ("Consenting patients with an EGFR mutation started erlotinib treatment 150 mg daily. Toxicity was "
+               "scored every four weeks during treatment according to the common toxicity criteria adverse events.")
+    judge = LexicalSupportJudge()
+    [invented] = judge.run(claims=["The researchers have not found any evidence of toxicity or adverse events in "
+                                   "patients with EGFR mutations."], evidence=[methods])["judgements"]
+    assert invented["label"] == "contradicted" and "says 'not' or 'no'" in invented["reason"]
+    # An aim says nothing either way: not supported, not contradicted.
+    [aim] = judge.run(claims=["Erlotinib does not cause toxicity in patients with EGFR mutations."],
+                      evidence=["To assess the toxicity of erlotinib in patients with EGFR mutations."])["judgements"]
+    assert aim["label"] == "unsupported" and "says 'not' or 'no'" in aim["reason"]
+    [flipped] = judge.run(claims=["Erlotinib did not cause toxicity in these patients."],
+                          evidence=["Treatment with erlotinib was generally well tolerated with manageable toxicity "
+                                    "in these patients."])["judgements"]
+    assert flipped["label"] == "contradicted" and flipped["reason"].startswith("negation")
+    # A negative finding the source states stays supported, in other words too.
+    [stated] = judge.run(claims=["Treatment delays did not affect overall survival in breast cancer patients."],
+                         evidence=["Median TPT was 18 days. Delayed TPT did not affect overall survival on "
+                                   "univariate and multivariate analyses of breast cancer patients."])["judgements"]
+    assert stated["label"] == "supported"
