@@ -55,3 +55,14 @@ def test_side_effects_are_looked_for_as_papers_write_them_and_never_as_effective
     assert {"toxic", "toler", "advers"} <= harms.words and "effect" in harms.misleading and "effect" not in harms.words
     assert harms.fits("Erlotinib was generally well tolerated with manageable toxicity.", "Results / Safety")
     assert not harms.fits("Erlotinib is an effective first-line treatment.", "Conclusion")
+
+
+def test_a_follow_up_searches_with_the_words_papers_use_for_what_it_asks():
+    from pmc_rag.components.follow_up_asks import searched_for
+
+    topic = " (follow-up to: Is first-line erlotinib effective in EGFR-mutant lung cancer?)"
+    assert searched_for("What about its side effects?" + topic) == (
+        "What about its side effects? toxicity tolerated adverse events safety complications" + topic)
+    # A follow-up asking for a finding, and any question that is not a follow-up, search as they are.
+    assert searched_for("Does it prolong overall survival?" + topic) == "Does it prolong overall survival?" + topic
+    assert searched_for("What are the side effects of erlotinib?") == "What are the side effects of erlotinib?"

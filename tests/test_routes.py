@@ -977,3 +977,11 @@ def test_the_model_layer_s_yaml_holds_the_reply_to_the_router_s_kinds():
     generator = spec["components"]["router"]["init_parameters"]["chat_generator"]["init_parameters"]
     assert generator["generation_kwargs"]["response_format"]["json_schema"]["schema"] == LLM_KIND_SCHEMA
     assert LLM_KIND_SCHEMA["properties"]["kind"]["enum"] == list(ROUTES)
+
+
+def test_a_follow_up_takes_the_single_path_and_searches_with_the_papers_words_for_what_it_asks():
+    result = QuestionRouter(exemplars="").run(
+        question="What about its side effects? (follow-up to: Is first-line erlotinib effective?)")
+    assert (result["route"], result["route_layer"]) == ("single", "follow-up")
+    assert result["search_question"].startswith("What about its side effects? toxicity tolerated adverse events")
+    assert result["search_question"].endswith("(follow-up to: Is first-line erlotinib effective?)")
