@@ -532,7 +532,8 @@ PARKINSON = [Document(id=f"pd-{i}", content=text, meta={"source_id": "PMID:20382
                              "negatively correlated with disease severity in patients with PD (P<.05)."),
                  ("Conclusions", "These findings suggest a malleable relationship between knee extensor strength, "
                                  "dynamic stability, and disease severity in PD.")])]
-PARKINSON_TOPIC = "Are knee extensor strength, dynamic stability and functional ambulation related in Parkinson's disease?"
+PARKINSON_TOPIC = ("Are knee extensor strength, dynamic stability and functional ambulation related in Parkinson's "
+                   "disease?")
 
 
 def follow_up(question: str, text: str = "", documents=PARKINSON, topic: str = PARKINSON_TOPIC) -> dict:
@@ -573,8 +574,9 @@ def test_a_models_answer_without_the_number_a_follow_up_asks_for_gives_way_to_th
 def test_side_effects_are_quoted_from_the_sentence_on_toxicity_not_one_on_effectiveness():
     paper = [Document(id=f"e-{i}", content=text, meta={"source_id": "PMC4816447", "section": section})
              for i, (section, text) in enumerate([
-                 ("Abstract: Conclusion", "The present study reinforces the use of EGFR tyrosine kinase inhibition as a "
-                                          "first line treatment of choice for advanced adenocarcinoma of the lung."),
+                 ("Abstract: Conclusion", "The present study reinforces the use of EGFR tyrosine kinase inhibition "
+                                          "as a first line treatment of choice for advanced adenocarcinoma of the "
+                                          "lung."),
                  ("Discussion", "The availability of EGFR targeted treatments introduced an effective treatment for a "
                                 "previously unmet medical need in this population."),
                  ("Results / Safety", "Treatment with erlotinib was generally well tolerated with manageable toxicity "

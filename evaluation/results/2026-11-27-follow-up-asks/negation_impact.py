@@ -4,9 +4,12 @@ paper's whole abstract stands for the excerpts. A trial script, run from the rep
 
     .venv/bin/python evaluation/results/2026-11-27-follow-up-asks/negation_impact.py
 """
-import json, glob, re, sys
+import glob
+import json
+import re
+import sys
 sys.path.insert(0, '.')
-from pmc_rag.components.citations import content_words, support
+from pmc_rag.components.citations import content_words
 from pmc_rag.components.claim_signals import is_negated, without_verdict
 from pmc_rag.components.section_chunker import split_sentences
 corpus = {f"PMID:{json.loads(l)['pmid']}": json.loads(l) for l in open('corpus/pubmedqa/corpus.jsonl')}
@@ -33,8 +36,10 @@ for f in sorted(glob.glob('evaluation/results/2026-11-2[67]*/**/results.json', r
             if paper not in corpus: continue
             text = " ".join(s['text'] for s in corpus[paper]['sections'])
             words = content_words(claim)
-            ok = any(is_negated(s) and len(words & content_words(s)) / max(1, len(words)) >= 0.35 for s in split_sentences(text))
+            ok = any(is_negated(s) and len(words & content_words(s)) / max(1, len(words)) >= 0.35
+                     for s in split_sentences(text))
             if not ok:
                 hits += 1
                 print(f"HIT | {claim} [{paper}]")
-print(total, "cited model sentences shown (all recorded runs, may repeat);", neg, "negated;", hits, "without a negated source sentence sharing 35% of its words")
+print(total, "cited model sentences shown (all recorded runs, may repeat);", neg, "negated;", hits,
+      "without a negated source sentence sharing 35% of its words")

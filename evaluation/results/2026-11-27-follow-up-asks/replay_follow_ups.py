@@ -32,9 +32,11 @@ def builder_at(commit: str):
     return module.CitedAnswerBuilder
 
 
-corpus = {f"PMID:{json.loads(line)['pmid']}": json.loads(line) for line in (ROOT / "corpus/pubmedqa/corpus.jsonl").open()}
+corpus = {f"PMID:{json.loads(line)['pmid']}": json.loads(line)
+          for line in (ROOT / "corpus/pubmedqa/corpus.jsonl").open()}
 conversations = json.loads(Path(sys.argv[2]).read_text())["conversations"]
-builders = {"before": builder_at(sys.argv[1])(extractive_sentences=1), "after": CitedAnswerBuilder(extractive_sentences=1)}
+builders = {"before": builder_at(sys.argv[1])(extractive_sentences=1),
+            "after": CitedAnswerBuilder(extractive_sentences=1)}
 right = {"before": 0, "after": 0}
 asked = 0
 for conversation in conversations:
