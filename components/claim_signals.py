@@ -71,7 +71,8 @@ _AIM = re.compile(r"^\W*(?:to (?:assess|determine|evaluate|compare|examine|inves
                   r"explore|identify|describe|estimate|measure|review|report)|(?:the|our|this) (?:aim|objective|"
                   r"purpose|goal)s?\b|(?:we|this study|the present study|the study) (?:aimed|sought|set out|"
                   r"examined|assessed|evaluated|investigated|compared|tested|asked)\b|(?:objective|aims?|purpose|"
-                  r"background|introduction)\s*:)", re.IGNORECASE)
+                  r"background|introduction)\s*:|(?:this|the|our|the present) (?:study|trial|analysis|review) "
+                  r"(?:was|is) (?:planned|designed|conducted|undertaken|intended) to\b)", re.IGNORECASE)
 
 
 def states_an_aim(sentence: str) -> bool:

@@ -273,6 +273,8 @@ def test_a_follow_ups_quotation_is_chosen_by_its_own_words_first():
 
 @pytest.mark.parametrize("sentence, section, rank", [
     ("To examine whether erlotinib prolongs survival in lung cancer.", "Abstract: Objective", 0),
+    # The model restating the aim in a follow-up's answer (2026-11-27, the nuchal translucency conversation).
+    ("The study was planned to evaluate whether NT thickness predicts gestational diabetes.", "Abstract: Results", 0),
     ("Characteristics of the 46 patients treated with erlotinib.", "Table 2", 0),
     ("Patients were randomized to erlotinib or placebo for twelve weeks.", "Abstract: Methods", 0),
     ("Lung cancer is the leading cause of cancer death worldwide.", "Abstract: Background", 0),
