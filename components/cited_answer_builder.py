@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
@@ -627,30 +627,29 @@ class CitedAnswerBuilder:
         left out when another speaks to the follow-up."""
         claims, first_overlap, seen, asked_words = [], None, seen or set(), asked_words or set()
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
-            candidates = [(sentence, finding_rank(sentence, chunk.meta.get("section")),
-                           bool(CONCLUSION_SECTION.search(str(chunk.meta.get("section") or ""))),
-                           ask.weight if ask and ask.fits(sentence, chunk.meta.get("section")) else 0,
-                           bool(ask and ask.may_quote(sentence, chunk.meta.get("section"))))
-                          for chunk in chunks for sentence in split_sentences(" ".join((chunk.content or "").split()))]
+            candidates = [_Candidate.of(sentence, chunk.meta.get("section"), ask) for chunk in chunks
+                          for sentence in split_sentences(" ".join((chunk.content or "").split()))]
             # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
             # captions, methods and background, which do not answer anything. Unless a follow-up asks how the
             # study was done: then a method answers ("Patients (N=44) with idiopathic PD.").
-            candidates = [c for c in candidates if len(c[0].split()) >= self._MIN_QUOTED_WORDS or c[3]] or candidates
-            if not candidates or (findings_only and not any(c[1] > 0 or c[4] for c in candidates)):
+            candidates = [c for c in candidates if len(c.text.split()) >= self._MIN_QUOTED_WORDS or c.fit] or \
+                candidates
+            if not candidates or (findings_only and not any(c.rank > 0 or c.method_ok for c in candidates)):
                 continue  # nothing here answers anything: no quotation from this paper
-            candidates = [c for c in candidates if c[1] > 0 or c[4]] or candidates
+            candidates = [c for c in candidates if c.rank > 0 or c.method_ok] or candidates
             # A conclusion abbreviates what the background spelled out ("BD ... in isolated TBI"): each sentence
             # is matched with the paper's own abbreviations spelled out. Between equals, the conclusion is the
             # paper's own answer.
             defined = defined_abbreviations(" ".join(chunk.content or "" for chunk in chunks))
-            words = {c[0]: content_words(spelled_out(c[0], defined)) for c in candidates}
+            words = {c.text: content_words(spelled_out(c.text, defined)) for c in candidates}
             # What the reader has read is quoted again only when no other sentence speaks to the follow-up.
-            candidates = [c for c in candidates if c[0] not in seen and (own_words & words[c[0]] or c[3])] and \
-                [c for c in candidates if c[0] not in seen] or candidates
-            best = max(candidates, key=lambda c: (len(own_words & words[c[0]]) + c[3],
-                                                  len(asked_words & words[c[0]]),
-                                                  min(len(question_words & words[c[0]]), 3), c[1],
-                                                  len(question_words & words[c[0]]), c[2]))[0]
+            unread = [c for c in candidates if c.text not in seen]
+            if any(own_words & words[c.text] or c.fit for c in unread):
+                candidates = unread
+            best = max(candidates, key=lambda c: (len(own_words & words[c.text]) + c.fit,
+                                                  len(asked_words & words[c.text]),
+                                                  min(len(question_words & words[c.text]), 3), c.rank,
+                                                  len(question_words & words[c.text]), c.conclusion)).text
             overlap = len(question_words & words[best])
             # A further paper is quoted only when its best sentence shares as many of the question's words as the
             # first paper's (and two at least): a passage sharing fewer is about another subject. On 100 dev
@@ -719,6 +718,24 @@ _OVERVIEW_REQUEST_WORDS = content_words(
 
 _OTHER_PAPERS = re.compile(r"\bother (?:papers?|studies|study|trials?|reports?|research|articles?|authors)\b",
                            re.IGNORECASE)
+
+
+class _Candidate(NamedTuple):
+    """A sentence the quotation step may quote: its `finding_rank`, whether it is from a conclusion, what it counts
+    for as the kind of sentence a follow-up asks for (`Ask.weight`, else 0), and whether it may answer although
+    the quotation step would skip it (a method, for "How was it measured?")."""
+
+    text: str
+    rank: int
+    conclusion: bool
+    fit: int
+    method_ok: bool
+
+    @classmethod
+    def of(cls, sentence: str, section: str | None, ask: Ask | None) -> _Candidate:
+        return cls(sentence, finding_rank(sentence, section), bool(CONCLUSION_SECTION.search(str(section or ""))),
+                   ask.weight if ask and ask.fits(sentence, section) else 0,
+                   bool(ask and ask.may_quote(sentence, section)))
 
 
 def _others_cited_to_the_first(claims: list[dict[str, Any]], first_paper: Any
