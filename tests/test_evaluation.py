@@ -451,5 +451,6 @@ def test_a_conversation_turn_is_judged_by_the_words_written_for_it_and_repeats_a
         {"question": "How many?", "expect": "answer", "answer_has": "44"}]}]}))
     with pytest.raises(ValueError, match="`answer_has` must be a list"):
         load_conversations(bad)
-    for path in ("evaluation/datasets/conversations.json", "evaluation/datasets/conversations_held_aside.json"):
+    for path in ("evaluation/datasets/conversations.json", "evaluation/datasets/conversations_held_aside.json",
+                 "evaluation/datasets/conversations_held_aside_2.json"):
         assert load_conversations(PROJECT_ROOT / path)
