@@ -228,8 +228,8 @@ class CitedAnswerBuilder:
                              "paper's finding on one of them, and the papers shown do not compare them.")
         elif quoted_as_asked:
             claims = quoted_as_asked
-            notes.append(f"This follow-up asks for {asked}, which the model's answer does not give: the papers' "
-                         "sentences that do are quoted instead.")
+            notes.append(f"This follow-up asks about {asked}, which the model's answer does not speak of: the "
+                         "papers' sentences that do are quoted instead.")
         elif extractive:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
             claims = (self._extract_per_part(subqueries, subjects or [], documents) if subqueries else []) or \
@@ -394,14 +394,26 @@ class CitedAnswerBuilder:
 
     def _quoting_what_is_asked(self, question: str, topic_question: str | None, supported: list[dict[str, Any]],
                                documents: list[Document]) -> tuple[str | None, list[dict[str, Any]]]:
-        """For a follow-up asking for a number, a method, harms or significance that none of the model's supported
-        sentences gives ("How many patients took part?" answered with the conclusion again): what it asks for, in
-        words, and the quotations that give it. (None, []) when the model's answer gives it, or no passage does."""
-        ask = asked_for(follow_up_text(question)) if topic_question else None
-        if ask is None or any(ask.says(c["text"]) for c in supported):
+        """For a follow-up whose answer the model's supported sentences do not give: what it asks for, in words, and
+        the quotations that give it. What it asks for is a number, a method, harms or significance
+        (`follow_up_asks`), else what its own words name ("What about its effect on healthcare resources?": a
+        sentence naming healthcare resources). (None, []) when the model's answer gives it, or no passage does."""
+        if not topic_question:
             return None, []
-        giving = [c for c in self._extract(question, documents, topic_question) if ask.says(c["text"])]
-        return (ask.wanted, giving) if giving else (None, [])
+        ask = asked_for(follow_up_text(question))
+        if ask is not None:
+            says, wanted = ask.says, ask.wanted
+        else:
+            own = _follow_up_words(question, topic_question) - _ASKING_WORDS
+            named = [w for w in re.findall(r"[\w-]+", follow_up_text(question))
+                     if content_words(w) and content_words(w) <= own]
+            if not named:
+                return None, []
+            says, wanted = (lambda text: bool(own & content_words(text))), quoted_words(named)
+        if any(says(c["text"]) for c in supported):
+            return None, []
+        giving = [c for c in self._extract(question, documents, topic_question) if says(c["text"])]
+        return (wanted, giving) if giving else (None, [])
 
     def _unaddressed(self, question: str, claims: list[dict[str, Any]], topic_question: str,
                      word_shares: dict[str, float] | None) -> list[str]:
@@ -771,6 +783,12 @@ def _compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> boo
 def _capitalised(text: str) -> str:
     """The text with its first letter a capital: what is left of a sentence after its opening words were cut."""
     return text[:1].upper() + text[1:]
+
+
+# Words that say how a follow-up asks, not what about: "What about its effect on healthcare resources?" asks about
+# healthcare resources, and "effective" in an answer is no sign it was answered.
+_ASKING_WORDS = content_words("effect effects impact influence role outcome outcomes result results difference "
+                              "change changes benefit")
 
 
 def _follow_up_words(question: str, topic_question: str) -> set[str]:

@@ -565,7 +565,7 @@ def test_a_models_answer_without_the_number_a_follow_up_asks_for_gives_way_to_th
                        "Knee extensor strength positively correlated with dynamic postural stability [PMID:20382292].")
     assert answer["answer"] == "Patients (N=44) with idiopathic PD [1]."
     assert answer["flags"]["extractive_fallback"]
-    assert any("asks for a number, which the model's answer does not give" in note for note in answer["notes"])
+    assert any("asks about a number, which the model's answer does not speak of" in note for note in answer["notes"])
     # The model's answer that gives the number stays.
     kept = follow_up("How many patients took part in it?", "There were 44 patients with idiopathic Parkinson's "
                                                             "disease in the cohort [PMID:20382292].")
@@ -592,8 +592,26 @@ def test_a_models_result_in_answer_to_how_it_was_measured_gives_way_to_the_metho
     answer = follow_up("How was dynamic stability measured?",
                        "Knee extensor strength positively correlated with dynamic postural stability [PMID:20382292].")
     assert answer["answer"].startswith("Dynamic postural stability was assessed as the center of pressure")
-    assert any("asks for how it was measured or done" in note for note in answer["notes"])
+    assert any("asks about how it was measured or done" in note for note in answer["notes"])
     # A model's answer naming how it was measured stays.
     kept = follow_up("How was dynamic stability measured?", "Dynamic postural stability was assessed as the center "
                                                             "of pressure-center of mass moment arm [PMID:20382292].")
     assert not kept["flags"]["extractive_fallback"] and not kept["notes"]
+
+
+def test_a_models_answer_that_never_names_what_a_follow_up_asks_about_gives_way_to_the_sentence_that_does():
+    # The gastric stimulation conversation (PMID 15670262, shortened): the model answered the topic again.
+    paper = [Document(id=f"g-{i}", content=text, meta={"source_id": "PMID:15670262", "section": section})
+             for i, (section, text) in enumerate([
+                 ("Abstract: Results", "Healthcare resource usage significantly improved at 12, 24 and 36 month "
+                                       "follow-up for GES patients compared with patients receiving medical therapy."),
+                 ("Abstract: Conclusions", "We conclude that GES is more effective in improving long-term GI "
+                                           "symptoms than intensive medical therapy in patients with gastroparesis.")])]
+    topic = "Is gastric electrical stimulation superior to standard pharmacologic therapy in improving GI symptoms?"
+    model = "GES is more effective in improving long-term GI symptoms than intensive medical therapy [PMID:15670262]."
+    answer = follow_up("What about its effect on healthcare resources?", model, documents=paper, topic=topic)
+    assert answer["answer"].startswith("Healthcare resource usage significantly improved")
+    assert any("asks about 'healthcare' or 'resources'" in note for note in answer["notes"])
+    # The same model answer stays where it answers the follow-up's own words.
+    kept = follow_up("What about GI symptoms in the long term?", model, documents=paper, topic=topic)
+    assert kept["answer"].startswith("GES is more effective") and not kept["flags"]["extractive_fallback"]
