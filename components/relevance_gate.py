@@ -8,6 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import by_paper, canonical_id, content_stems, content_words, quoted_words
+from pmc_rag.serving.conversation import is_follow_up
 
 # Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
 # about ...", "Contrast robotic with laparoscopic surgery", "Ketamine versus morphine: which is better?") are rare
@@ -147,13 +148,21 @@ class RelevanceGate:
         :param covering: Ids of excerpts chosen to cover one subject of a comparison or one part of a question
             (`ExcerptBalance`): `max_gap` does not hold those back, since they are close to their part, not the whole.
         :param route: The question's kind, when a router says it (for `words_apart_routes`).
-        :param question: The question as asked (for `phrases_together`).
+        :param question: The question as asked (for `phrases_together`; for a follow-up, only its words are judged,
+            not the words its search added).
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
             words.
         """
         scored = [d for d in scored or [] if d.score is not None]
         best = max((d.score for d in scored), default=None)
+        if question and is_follow_up(question):
+            # A follow-up's search carries the words papers use for what it asks ("enrolled" for "How many women
+            # took part?", `follow_up_asks.searched_for`): the gate judges the words the reader wrote. Judged
+            # with them, "enrolled" had to be in the topic paper, and the count was turned away.
+            written = content_words(question)
+            word_shares = {w: s for w, s in (word_shares or {}).items() if content_words(w) <= written}
+            unknown_words = [w for w in unknown_words or [] if content_words(w) <= written]
         asked = {w.lower() for w in re.findall(r"[\w-]+", topic_question or "")}
         unknown = [w for w in unknown_words or [] if w.strip() and w.lower() not in asked] \
             if self.min_similarity_with_unknown_words is not None else []

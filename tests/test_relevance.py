@@ -195,3 +195,19 @@ def test_words_that_judge_or_join_the_subjects_are_never_specific_words():
     shares = {"symptoms": 0.02, "matter": 0.001, "phase": 0.01, "trials": 0.05}
     assert gate.run(documents=[trial], scored=[trial], word_shares=shares) == {"documents": [trial]}
     assert "documents" not in gate.run(documents=[trial], scored=[trial], word_shares={**shares, "leprosy": 0.001})
+
+
+def test_a_follow_up_is_judged_by_its_own_words_not_by_the_words_its_search_added():
+    # "How many women took part?" searches with "patients participants enrolled included" too
+    # (follow_up_asks.searched_for); seen 2026-11-27: 'enrolled', absent from the topic paper, turned the count away.
+    gate = RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65)
+    excerpt = Document(id="m", content="A cross-sectional study was carried out with 266 postmenopausal women.",
+                       score=0.55, meta={"source_id": "PMID:22324545", "title": "Oestrogen receptor polymorphisms"})
+    shares = {"took": 0.004, "enrolled": 0.002, "postmenopausal": 0.003}
+    topic = "Are polymorphisms in oestrogen receptors genes associated with lipid levels in response to hormone therapy?"
+    follow_up = f"How many women took part? (follow-up to: {topic})"
+    assert gate.run(documents=[excerpt], scored=[excerpt], word_shares=shares, topic_question=topic,
+                    question=follow_up) == {"documents": [excerpt]}
+    # Without the follow-up marker every searched word is judged, as before.
+    assert "documents" not in gate.run(documents=[excerpt], scored=[excerpt], word_shares=shares,
+                                       question="How many women took part?")
