@@ -204,7 +204,8 @@ def test_a_follow_up_is_judged_by_its_own_words_not_by_the_words_its_search_adde
     excerpt = Document(id="m", content="A cross-sectional study was carried out with 266 postmenopausal women.",
                        score=0.55, meta={"source_id": "PMID:22324545", "title": "Oestrogen receptor polymorphisms"})
     shares = {"took": 0.004, "enrolled": 0.002, "postmenopausal": 0.003}
-    topic = "Are polymorphisms in oestrogen receptors genes associated with lipid levels in response to hormone therapy?"
+    topic = ("Are polymorphisms in oestrogen receptors genes associated with lipid levels in response to hormone "
+             "therapy?")
     follow_up = f"How many women took part? (follow-up to: {topic})"
     assert gate.run(documents=[excerpt], scored=[excerpt], word_shares=shares, topic_question=topic,
                     question=follow_up) == {"documents": [excerpt]}
