@@ -872,7 +872,11 @@ def test_a_follow_up_in_a_conversation_takes_the_single_path():
     query = standalone_query("What about its side effects?", ["Is first-line erlotinib effective in NSCLC?"])
     result = QuestionRouter(exemplars="").run(question=query)
     assert (result["route"], result["route_layer"]) == ("single", "follow-up")
-    assert result["search_question"] == query
+    # It searches with the words papers use for side effects (since 2026-11-27), before its topic.
+    assert result["search_question"] == ("What about its side effects? toxicity tolerated adverse events safety "
+                                         "complications (follow-up to: Is first-line erlotinib effective in NSCLC?)")
+    asking_a_finding = standalone_query("Does it prolong overall survival?", ["Is erlotinib effective in NSCLC?"])
+    assert QuestionRouter(exemplars="").run(question=asking_a_finding)["search_question"] == asking_a_finding
     assert QuestionRouter(exemplars="").run(question="What about its side effects? Is it safe?")["route"] == "several"
 
 
@@ -977,11 +981,3 @@ def test_the_model_layer_s_yaml_holds_the_reply_to_the_router_s_kinds():
     generator = spec["components"]["router"]["init_parameters"]["chat_generator"]["init_parameters"]
     assert generator["generation_kwargs"]["response_format"]["json_schema"]["schema"] == LLM_KIND_SCHEMA
     assert LLM_KIND_SCHEMA["properties"]["kind"]["enum"] == list(ROUTES)
-
-
-def test_a_follow_up_takes_the_single_path_and_searches_with_the_papers_words_for_what_it_asks():
-    result = QuestionRouter(exemplars="").run(
-        question="What about its side effects? (follow-up to: Is first-line erlotinib effective?)")
-    assert (result["route"], result["route_layer"]) == ("single", "follow-up")
-    assert result["search_question"].startswith("What about its side effects? toxicity tolerated adverse events")
-    assert result["search_question"].endswith("(follow-up to: Is first-line erlotinib effective?)")
