@@ -175,7 +175,9 @@ class RelevanceGate:
                 kept = self._close_papers(documents, scored, best, query_embedding, covering or [])
             if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
                 absent = self._absent_words(word_shares or {}, kept, asked)
-            if not absent and not covering and self._judges_words_apart(route, best):
+            # A follow-up's excerpts all come from the papers under discussion: its words ("How many women took
+            # part?") are a detail of those papers, not a second subject another paper names.
+            if not absent and not covering and not topic_question and self._judges_words_apart(route, best):
                 apart = self._named_apart(word_shares or {}, kept, asked, question)
             if not absent and not apart:
                 return {"documents": kept}

@@ -212,3 +212,7 @@ def test_a_follow_up_is_judged_by_its_own_words_not_by_the_words_its_search_adde
     # Without the follow-up marker every searched word is judged, as before.
     assert "documents" not in gate.run(documents=[excerpt], scored=[excerpt], word_shares=shares,
                                        question="How many women took part?")
+    # Nor are a follow-up's own rare words ("took") a second subject that one paper must name with the topic's:
+    # every excerpt is from the papers under discussion (seen on the second held-aside conversations).
+    assert gate.run(documents=[excerpt], scored=[excerpt], word_shares={**shares, "part": 0.004},
+                    topic_question=topic, question=follow_up) == {"documents": [excerpt]}
