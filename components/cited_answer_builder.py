@@ -13,9 +13,10 @@ from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import finding_rank, restates_question, states_an_aim, without_verdict
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
-from pmc_rag.components.follow_up_asks import Ask, asked_for, follow_up_text
+from pmc_rag.components.follow_up_asks import Ask, asked_for
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
+from pmc_rag.serving.conversation import follow_up_text
 
 
 def source_link(meta: dict[str, Any]) -> str | None:

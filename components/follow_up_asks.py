@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pmc_rag.components.citations import content_words
 from pmc_rag.components.claim_signals import states_an_aim
-from pmc_rag.serving.conversation import FOLLOW_UP_LABEL, is_follow_up
+from pmc_rag.serving.conversation import follow_up_text, is_follow_up
 
 # A number as papers write one: digits, or a number word ("Seventeen patients", "Forty consecutive ...").
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
@@ -149,18 +149,14 @@ def asked_for(question: str) -> Ask | None:
     return Ask("method", _stems(which.group(1)), True, f"which {which.group(1).lower()}") if which else None
 
 
-def follow_up_text(query: str) -> str:
-    """The follow-up itself, without the topic the server appends ("<follow-up> (follow-up to: <topic>)")."""
-    return query.split(FOLLOW_UP_LABEL, 1)[0]
-
-
 def searched_for(query: str) -> str:
     """What a follow-up searches for: the query with the words papers use for what it asks, before its topic.
     "What about its side effects? toxicity tolerated adverse events ... (follow-up to: ...)" finds the paper's
     safety results, which never say "side effects". Any other query is searched as it is."""
     if not is_follow_up(query):
         return query
-    ask = asked_for(follow_up_text(query))
+    asked = follow_up_text(query)
+    ask = asked_for(asked)
     if ask is None or not ask.search_words:
         return query
-    return f"{follow_up_text(query)} {ask.search_words}{query[len(follow_up_text(query)):]}"
+    return f"{asked} {ask.search_words}{query[len(asked):]}"
