@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from pmc_rag.components.citations import content_words
+from pmc_rag.components.citations import content_stems, content_words
 from pmc_rag.components.section_kinds import FINDINGS_SECTION
 
 # The labels every support judge gives (ClaimChecker reads them).
@@ -158,6 +158,65 @@ def negated_group_flip(claim: str, evidence_sentence: str) -> str | None:
     return None
 
 
+# What "not" negates is the word it stands before, past auxiliaries and adverbs ("did not significantly reduce").
+_VERBAL_NEGATION = re.compile(r"\b(?:not|never|fail(?:ed|s)? to|unable to)\b", re.IGNORECASE)
+_BEFORE_THE_NEGATED = {"be", "been", "being", "is", "are", "was", "were", "significantly", "statistically",
+                       "appear", "appears", "appeared", "seem", "seems", "seemed", "to", "have", "has", "had", "do",
+                       "does", "did", "a", "an", "the", "any", "always", "necessarily", "clearly", "also", "yet"}
+# Any of these earlier in a word's clause negates it there ("no reduction", "None of the identifiers ... have been
+# validated"); a comma or "but" ends a clause ("With lack of venous material, X provides ...").
+_NEGATION_CUE = {"not", "no", "never", "neither", "nor", "without", "none", "nothing", "lack", "lacked", "lacks",
+                 "absence", "unable", "fail", "failed", "fails", "non"}
+_CLAUSE_END = {",", ";", ":", "but", "whereas", "although", "while", "however"}
+
+
+def _plain_words(text: str) -> list[str]:
+    """Lower-case words and clause marks, with "n't" and "cannot" spelled "not", and the phrases that do not
+    negate taken out."""
+    text = _NOT_A_NEGATION.sub(" ", text)
+    text = re.sub(r"n't\b", " not", re.sub(r"\bcannot\b", "can not", text, flags=re.IGNORECASE))
+    return re.findall(r"[a-z0-9]+|[,;:]", text.lower())
+
+
+def _negated_words(text: str) -> list[tuple[str, str]]:
+    """(phrase, stem) for each word a "not", "never" or "failed to" negates: [("not provide", "provid")]."""
+    words = " ".join(_plain_words(text))
+    found = []
+    for match in _VERBAL_NEGATION.finditer(words):
+        negated = next((w for w in words[match.end():].split()[:4] if w not in _BEFORE_THE_NEGATED), None)
+        stems = content_stems(negated) if negated else []
+        if stems:
+            found.append((f"{match.group(0)} {negated}", stems[0]))
+    return found
+
+
+def _in_a_negated_clause(words: list[str], place: int) -> bool:
+    for word in reversed(words[:place]):
+        if word in _CLAUSE_END:
+            return False
+        if word in _NEGATION_CUE:
+            return True
+    return False
+
+
+def _stated_plainly(stem: str, text: str) -> bool:
+    """Whether the text has the word, and never after a negation in the same clause."""
+    words = _plain_words(text)
+    places = [i for i, word in enumerate(words) if content_stems(word)[:1] == [stem]]
+    return bool(places) and not any(_in_a_negated_clause(words, i) for i in places)
+
+
+def negated_word_flip(claim: str, evidence_sentence: str) -> str | None:
+    """A word negated on one side that the other side states plainly, though both say "not" or "no" somewhere:
+    "X does not provide a good alternative" against "In patients with lack of venous material, X provides a good
+    alternative" (a paraphrase the 0.5B model wrote, 2026-11-27). The negated phrase, else None."""
+    for negated, plain in ((claim, evidence_sentence), (evidence_sentence, claim)):
+        for phrase, stem in _negated_words(negated):
+            if _stated_plainly(stem, plain):
+                return phrase
+    return None
+
+
 @dataclass(frozen=True)
 class Quantity:
     value: str       # normalised: "1000", "0.5", "45"
@@ -275,6 +334,8 @@ def conflicts(claim: str, evidence_sentence: str, evidence: str | None = None) -
                      "negation: the source is negated, the claim is not")
     elif group := negated_group_flip(claim, evidence_sentence):
         found.append(f"negation: '{group}' on one side only")
+    elif flipped := negated_word_flip(claim, evidence_sentence):
+        found.append(f"negation: '{flipped}' on one side, said plainly on the other")
     elsewhere = (evidence or "").replace(evidence_sentence, " ")
     missing = unmatched_quantities(claim, evidence_sentence, elsewhere)
     if missing:

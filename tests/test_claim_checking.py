@@ -63,6 +63,24 @@ def test_faithful_claims_and_paraphrases_are_supported(faithful):
     assert LexicalSupportJudge().run(claims=[faithful], evidence=[source])["judgements"][0]["label"] == "supported"
 
 
+def test_a_not_is_read_on_the_word_it_negates_when_both_sides_say_no_somewhere():
+    # The 0.5B model, shown two worked examples (2026-11-27): the source's only negation ("lack of") describes the
+    # patients, so "not provide" says the opposite of its "provides".
+    source = ("In patients with limb-threatening ischemia and lack of venous material for a straightforward venous "
+              "femorocrural bypass, semi-closed endarterectomy combined with a short bypass provides a good "
+              "alternative.")
+    flipped = ("In patients with insufficient venous material, semi-closed endarterectomy combined with a short "
+               "bypass does not provide a good alternative for limb-threatening ischemia.")
+    judgement = LexicalSupportJudge().run(claims=[flipped], evidence=[source])["judgements"][0]
+    assert judgement["label"] == "contradicted" and "'not provide'" in judgement["reason"]
+    # A negation earlier in the word's clause negates it there; a paraphrase of a negation is not a flip.
+    assert conflicts("The study does not validate any of the clinical identifiers.",
+                     "None of the clinical identifiers proposed by expert consensus have been validated.") == []
+    assert conflicts("There was no difference in mortality.", "Mortality did not differ between the groups.") == []
+    assert conflicts("Metformin did not significantly reduce weight, without harm.",
+                     "Without harm, metformin reduced weight.")
+
+
 def test_signal_details():
     assert without_verdict("No, it does not.") == "it does not." and without_verdict("No change occurred.") == \
         "No change occurred."
