@@ -11,7 +11,8 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
-from pmc_rag.components.claim_signals import finding_rank, restates_question, states_an_aim, without_verdict
+from pmc_rag.components.claim_signals import (finding_rank, is_negated, restates_question, states_an_aim,
+                                              without_verdict)
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
 from pmc_rag.components.follow_up_asks import Ask, asked_for
 from pmc_rag.components.section_chunker import split_sentences
@@ -70,7 +71,8 @@ class CitedAnswerBuilder:
         :param show_uncited: Show sentences that carry no citation (after `CitationVerifier` tried to attach one).
             False: they are left out and named in the notes, so every displayed sentence is a checked claim.
         :param verdicts: The model's opening yes/no/maybe. `checked`: shown only on a sentence that is itself a
-            supported claim and not the question restated ("Yes, X improves Y" says no more than the question);
+            supported claim, says it the same way (a "No" on a sentence that says "not" or "no", a "Yes" on one
+            that does not) and is not the question restated ("Yes, X improves Y" says no more than the question);
             `none`: never shown; `model`: as the model wrote it. A verdict not shown is named in the notes.
         :param comparisons: A comparison's answer (route `compare`). `model`: the model's checked sentences, with a
             quoted finding added for a subject they leave out; `quoted`: each subject's finding quoted from a paper
@@ -387,7 +389,8 @@ class CitedAnswerBuilder:
             because = _BECAUSE_OF_THE_LAST.match(text)
             if because:  # never with a verdict: the sentence begins with "This is because"
                 claim = {**claim, "text": _capitalised(text[because.end():])}
-            elif verdict and self.verdicts != "model" and (self.verdicts == "none" or not self._supported(claim)):
+            elif verdict and self.verdicts != "model" and (self.verdicts == "none" or not self._supported(claim)
+                                                            or not _says_as_the_verdict(verdict.group(1), text)):
                 withheld = withheld or verdict.group(1)
                 claim = {**claim, "text": _capitalised(without_verdict(text))}
             shown.append(claim)
@@ -796,6 +799,14 @@ def _follow_up_words(question: str, topic_question: str) -> set[str]:
     """The content words a follow-up adds to its topic question (the server asks "<follow-up> (follow-up to:
     <topic>)")."""
     return content_words(question) - content_words(f"{topic_question} follow-up to")
+
+
+def _says_as_the_verdict(verdict: str, text: str) -> bool:
+    """Whether the sentence after a verdict says what the verdict does: the 0.5B model, shown worked examples,
+    opened findings with "No:" whatever they said ("No: parents reported higher quality with a regular clinician";
+    the gold label was yes, 2026-11-27)."""
+    negated = is_negated(without_verdict(text))
+    return {"yes": not negated, "no": negated}.get(verdict.lower(), True)
 
 
 def _verdicts_joined(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
