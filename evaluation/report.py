@@ -69,7 +69,8 @@ def markdown(report: dict[str, Any]) -> str:
     trusted = {n: e for n, e in answering.items() if e["summary"].get("trust")}
     if trusted:
         header = ["variant", "verdicts shown", "wrong verdicts shown", "uncited sentences shown",
-                  "questions shown as claims", "not answered", "quotation share", "quotations quoting the findings"]
+                  "questions shown as claims", "not answered", "quotation share", "quotations quoting the findings",
+                  "model answers stating the findings"]
         rows = []
         for name, entry in trusted.items():
             t = entry["summary"]["trust"]
@@ -78,10 +79,14 @@ def markdown(report: dict[str, Any]) -> str:
                          f"{t['uncited_sentences_shown']} in {t['answers_with_uncited_sentences']} answers",
                          str(t["questions_shown_as_claims"]), str(t["not_answered"]), _figure(t["quotation_share"]),
                          f"{t['quotation_answers_quoting_gold_findings']} of {t['quotation_answers']} "
-                         f"({_figure(t['quotation_answers_quoting_gold_findings_rate'])})"])
+                         f"({_figure(t['quotation_answers_quoting_gold_findings_rate'])})",
+                         f"{t.get('model_answers_stating_gold_findings', 0)} of {t.get('model_answers', 0)} "
+                         f"({_figure(t.get('model_answers_stating_gold_findings_rate'))})"])
         lines += ["**What a reader is shown, judged by the gold labels** (independent of the claim checker: wrong "
                   "verdict = a cited answer opening with a yes/no/maybe the gold label contradicts; quotations "
-                  "quoting the findings = quoting the gold paper's own conclusion or results)", "",
+                  "quoting the findings = quoting the gold paper's own conclusion or results; model answers "
+                  "stating the findings = the model's cited sentences include one in the words of that conclusion or "
+                  "those results)", "",
                   *_table(header, rows), ""]
 
     checked = {n: e for n, e in answering.items() if "claims" in e["summary"]}

@@ -10,7 +10,10 @@ Per answer (`trust_scores`):
   content words are the question's) with or without a verdict word in front; in a quotation answer, only a
   question (the quoted sentences are the paper's own);
 - for quotation answers (`extractive_fallback`), `quotes` and `quotes_answering`: the quoted sentences, and those
-  whose content words are mostly (80%) in one sentence of the gold conclusion or results.
+  whose content words are mostly (80%) in one sentence of the gold conclusion or results;
+- for the model's own answers, `model_sentences` and `model_sentences_answering`: the cited sentences shown, and
+  those that share most words with the gold conclusion or results in the same way (a paraphrase in other words
+  does not count, so this undercounts; a copied aim or method does not count either).
 """
 
 from __future__ import annotations
@@ -71,10 +74,11 @@ def trust_scores(answer: dict[str, Any], question: Any) -> dict[str, Any]:
             _CITATION.sub("", s).strip().endswith("?") if quotations else restates_question(s, question.question))],
         "not_answered": not_answered,
     }
-    if quotations and not not_answered:
-        quotes = [s for s in sentences if _CITATION.search(s)]
-        scores["quotes"] = len(quotes)
-        scores["quotes_answering"] = sum(_shares_most_words(s, question.gold_findings) for s in quotes)
+    if not not_answered:
+        cited = [s for s in sentences if _CITATION.search(s)]
+        kind = "quotes" if quotations else "model_sentences"
+        scores[kind] = len(cited)
+        scores[f"{kind}_answering"] = sum(_shares_most_words(s, question.gold_findings) for s in cited)
     return scores
 
 
@@ -84,6 +88,7 @@ def summarise_trust(records: list[dict[str, Any]]) -> dict[str, Any]:
     if not scored:
         return {}
     quoted = [t for t in scored if "quotes" in t]
+    modelled = [t for t in scored if "model_sentences" in t]
     return {
         "questions": len(scored),
         "verdicts_shown": sum(t["verdict_shown"] for t in scored),
@@ -98,4 +103,8 @@ def summarise_trust(records: list[dict[str, Any]]) -> dict[str, Any]:
         "quotation_answers_quoting_gold_findings": sum(t["quotes_answering"] > 0 for t in quoted),
         "quotation_answers_quoting_gold_findings_rate":
             sum(t["quotes_answering"] > 0 for t in quoted) / len(quoted) if quoted else None,
+        "model_answers": len(modelled),
+        "model_answers_stating_gold_findings": sum(t["model_sentences_answering"] > 0 for t in modelled),
+        "model_answers_stating_gold_findings_rate":
+            sum(t["model_sentences_answering"] > 0 for t in modelled) / len(modelled) if modelled else None,
     }

@@ -400,6 +400,13 @@ def test_what_a_reader_is_shown_is_judged_by_the_gold_label_and_the_gold_finding
     summary = summarise_trust([{"trust": restated}, {"trust": uncited_verdict}, {"trust": quoted}])
     assert summary["wrong_verdicts_shown"] == 1 and summary["uncited_sentences_shown"] == 2
     assert summary["quotation_answers_quoting_gold_findings"] == 1 and summary["quotation_share"] == 1 / 3
+    # the model's own answer is judged the same way: does a sentence it shows state the gold findings?
+    assert (restated["model_sentences"], restated["model_sentences_answering"]) == (1, 0)
+    stating = trust_scores({"answer": "No: erlotinib did not prolong survival in these patients [1].",
+                            "references": [{}], "flags": {}}, question)
+    assert stating["model_sentences_answering"] == 1 and "quotes" not in stating
+    summary = summarise_trust([{"trust": restated}, {"trust": stating}, {"trust": quoted}])
+    assert (summary["model_answers"], summary["model_answers_stating_gold_findings"]) == (2, 1)
 
 
 def test_the_device_benchmark_runs_from_its_export_alone_and_measures_agreement_with_float32(tmp_path, capsys):
