@@ -28,9 +28,9 @@ from pmc_rag.pipelines import DeclaredPipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
-from pmc_rag.serving.crisis import exemplar_layer
-from pmc_rag.serving.conversation import (conversation_topic, is_follow_up, renumber, standalone_query,
-                                          topic_papers)
+from pmc_rag.serving.crisis import check_crisis, exemplar_layer
+from pmc_rag.serving.conversation import (conversation_topic, follow_up_text, is_follow_up, renumber,
+                                          standalone_query, topic_papers)
 from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, InputError, SearchFilters, clean_question, fixed_reply,
                                     reads_as_personal, redact_personal_data)
 from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
@@ -102,6 +102,9 @@ class AnswerService:
         if conversation_id is not None and not (0 < len(conversation_id) <= 100 and conversation_id.isprintable()):
             raise InputError("`conversation_id` must be the id a previous answer returned")
         fixed = _fixed(question, redacted, started)
+        if fixed and fixed["kind"] == "emergency" and self._continues_a_conversation(question, conversation_id,
+                                                                                     history):
+            fixed = _fixed(question, redacted, started, follow_up=True)
         if fixed:
             self._audit(question, 200, fixed, conversation_id)
             log.info("%s status=200 kind=%s", self.name, fixed["kind"])
@@ -158,6 +161,20 @@ class AnswerService:
                  ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer["timings_ms"].items()),
                  len(answer.get("references", [])))
         return Answer.model_validate(answer)
+
+    def _continues_a_conversation(self, question: str, conversation_id: str | None, history: Any) -> bool:
+        """Whether the question is a follow-up in a conversation about research, none of whose earlier messages was
+        an emergency ("My wife is bleeding after the birth", then "What about the bleeding?" is one conversation in
+        danger). Asked only of a message the crisis check called an emergency: where the conversation cannot be
+        read (the database down), it stays one."""
+        if conversation_id is None and history is None:
+            return False
+        try:
+            previous = history[0] if history is not None else self._conversation(conversation_id).questions
+            return bool(previous) and is_follow_up(standalone_query(question, previous)) and not any(
+                check_crisis(follow_up_text(earlier)).crisis for earlier in previous)
+        except Exception:  # an unknown conversation, the database down: the emergency reply stands
+            return False
 
     def _conversation(self, conversation_id: str | None) -> ConversationState:
         if self.store is None:
@@ -250,8 +267,8 @@ def fixed_answer(question: Any, max_question_chars: int) -> Answer | None:
     return Answer.model_validate(fixed) if fixed else None
 
 
-def _fixed(question: str, redacted: list[str], started: float) -> dict[str, Any] | None:
-    fixed = fixed_reply(question)
+def _fixed(question: str, redacted: list[str], started: float, follow_up: bool = False) -> dict[str, Any] | None:
+    fixed = fixed_reply(question, follow_up)
     if not fixed:
         return None
     kind, text = fixed

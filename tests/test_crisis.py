@@ -92,6 +92,18 @@ def test_the_exemplar_layer_follows_its_nearest_labelled_messages():
     assert not check_crisis("suicide rates in a trial", exemplars=layer).crisis
 
 
+def test_a_follow_up_in_a_research_conversation_that_names_no_one_is_judged_by_the_rules():
+    encode = FakeWordEncoder(["bleeding", "perinatal", "wife", "trial", "outcomes"])
+    layer = ExemplarLayer(encode, ["perinatal bleeding", "wife bleeding", "bleeding", "trial outcomes", "outcomes"],
+                          [True, True, True, False, False], ["obstetric"] * 3 + ["x", "x"], k=3, threshold=0.6)
+    # A research follow-up after a question on caesarean rates (a conversation evaluation, 2026-11-27)
+    assert check_crisis("What about perinatal bleeding?", exemplars=layer).crisis
+    assert not check_crisis("What about perinatal bleeding?", exemplars=layer, follow_up=True).crisis
+    # Naming someone keeps the exemplars' say; the rules' crises hold in any conversation.
+    assert check_crisis("and my wife, perinatal bleeding?", exemplars=layer, follow_up=True).crisis
+    assert check_crisis("she won't stop bleeding", exemplars=layer, follow_up=True).crisis
+
+
 def test_the_held_aside_messages_are_never_exemplars(monkeypatch):
     seen: list[str] = []
 

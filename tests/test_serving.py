@@ -186,6 +186,17 @@ def test_a_person_in_danger_gets_the_same_reply_from_rest_stream_and_chat(client
     assert research["result"]["kind"] == "answer"
 
 
+def test_a_research_follow_up_is_answered_though_its_words_alone_read_as_an_emergency(client):
+    follow_up = "What about perinatal bleeding?"  # seen in a conversation evaluation, 2026-11-27
+    assert client.post("/rag/run", json={"question": follow_up}).json()["result"]["kind"] == "emergency"
+    chat = client.post("/v1/chat/completions", json=_chat(QUESTION, follow_up)).json()
+    assert "emergency number" not in chat["choices"][0]["message"]["content"]
+    # after a message that was an emergency, the same follow-up is one too
+    in_danger = client.post("/v1/chat/completions", json=_chat("my wife is bleeding heavily after giving birth",
+                                                                 follow_up)).json()
+    assert "emergency number" in in_danger["choices"][0]["message"]["content"]
+
+
 def test_a_five_turn_conversation_keeps_its_citation_numbers(client):
     questions = [QUESTION, "What about its side effects?", "How long was progression-free survival?",
                  "Did they test for EGFR mutations in tissue?", "Were there any treatment-related deaths?"]

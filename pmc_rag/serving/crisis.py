@@ -210,14 +210,21 @@ class CrisisDecision:
     reason: str
 
 
-def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None) -> CrisisDecision:
+def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, follow_up: bool = False
+                 ) -> CrisisDecision:
     """Whether `message` describes someone in danger now (see the module's docstring for the rules).
 
     :param exemplars: The second layer; None: the process's shared one (`exemplar_layer()`), which is rules only
         where its model cannot be loaded.
+    :param follow_up: The message continues a conversation about research (the server knows). Then a message that
+        names no one ("What about perinatal bleeding?", after a question on caesarean rates) is judged by the rules
+        alone: the exemplars called that one an obstetric emergency. Every crisis of the labelled set that only the
+        exemplars catch names someone ("my son", "je", "I").
     """
     decision = check_crisis_by_rules(message)
     if decision.crisis or decision.reason == _RESEARCH_REASON or not _DANGER_HINT.search(normalise(message)):
+        return decision
+    if follow_up and not _PERSON.search(normalise(message)):
         return decision
     layer = exemplars if exemplars is not None else exemplar_layer()
     category = layer.nearest_crisis(message) if layer is not None else None

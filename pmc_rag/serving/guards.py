@@ -101,13 +101,14 @@ def small_talk_reply(question: str) -> str | None:
         else SMALL_TALK_REPLY
 
 
-def emergency_reply(question: str) -> str | None:
+def emergency_reply(question: str, follow_up: bool = False) -> str | None:
     """The reply when the question describes someone in danger now (an emergency, or a wish to die), else None.
 
     A research question on the same subject ("Does aspirin reduce deaths after heart attack?") gets a literature
-    answer as usual. The rules are in `pmc_rag.serving.crisis`.
+    answer as usual. The rules are in `pmc_rag.serving.crisis`; `follow_up`: the question continues a
+    conversation about research (`check_crisis`).
     """
-    return crisis_reply(check_crisis(question))
+    return crisis_reply(check_crisis(question, follow_up=follow_up))
 
 
 _PERSONAL_QUESTION = re.compile(
@@ -127,13 +128,13 @@ def reads_as_personal(question: str) -> bool:
     return bool(_PERSONAL_QUESTION.search(question))
 
 
-def fixed_reply(question: str) -> tuple[str, str] | None:
+def fixed_reply(question: str, follow_up: bool = False) -> tuple[str, str] | None:
     """`("emergency", text)` or `("small_talk", text)` for a question answered without the literature, else None.
     The server and `pmc-rag ask` both ask this first, so they refuse and greet alike."""
     reply = small_talk_reply(question)  # a whole message that is a greeting or thanks and nothing more
     if reply:
         return "small_talk", reply
-    reply = emergency_reply(question)
+    reply = emergency_reply(question, follow_up)
     return ("emergency", reply) if reply else None
 
 
