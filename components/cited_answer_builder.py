@@ -37,8 +37,7 @@ class CitedAnswerBuilder:
 
     Takes the claims of `CitationVerifier`. Sources are numbered [1], [2], ... in the order they are first cited;
     each reference carries title, journal, year, PMCID/PMID, DOI, a link, and the sentence of the cited excerpt
-    that best supports the claim. A cited claim its excerpt does not support is left out and named in the notes
-    (unless `show_unsupported`: then it is shown and makes the answer `weak_support`).
+    that best supports the claim. Claims whose support is under `min_support` make the answer `weak_support`.
     When no claim reaches `min_support`, or the model gave no answer, the answer is extractive instead: from each
     of the `extractive_sentences` best excerpts, the sentence closest to the question, cited, and a note says so.
 
@@ -59,8 +58,8 @@ class CitedAnswerBuilder:
     """
 
     def __init__(self, *, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id",
-                 specific_word_max_share: float = 0.01, show_uncited: bool = False, show_unsupported: bool = False,
-                 verdicts: str = "checked", comparisons: str = "model"):
+                 specific_word_max_share: float = 0.01, show_uncited: bool = False, verdicts: str = "checked",
+                 comparisons: str = "model"):
         """
         :param min_support: Least support (share of a claim's content words in its cited excerpt) for a claim to
             count as supported. Below it the answer is flagged `weak_support`; if no claim reaches it, the answer
@@ -71,10 +70,6 @@ class CitedAnswerBuilder:
             the BM25 retriever's `word_shares`): what a follow-up compares with, its answer must speak of.
         :param show_uncited: Show sentences that carry no citation (after `CitationVerifier` tried to attach one).
             False: they are left out and named in the notes, so every displayed sentence is a checked claim.
-        :param show_unsupported: Show cited sentences their excerpt does not support (judged `unsupported` by the
-            checker, or under `min_support` where none judged), flagged `weak_support`. False: left out and named in
-            the notes, as uncited ones are (the 0.5B model, shown a made-up worked example, once copied it into an
-            answer about thyroid cancer with a citation, 2026-11-27).
         :param verdicts: The model's opening yes/no/maybe. `checked`: shown only on a sentence that is itself a
             supported claim, says it the same way (a "No" on a sentence that says "not" or "no", a "Yes" on one
             that does not) and is not the question restated ("Yes, X improves Y" says no more than the question);
@@ -90,7 +85,6 @@ class CitedAnswerBuilder:
             raise ValueError(f"comparisons must be one of {', '.join(_COMPARISON_POLICIES)}, not {comparisons!r}")
         self.comparisons = comparisons
         self.show_uncited = show_uncited
-        self.show_unsupported = show_unsupported
         self.verdicts = verdicts
         if not 0 <= min_support <= 1 or extractive_sentences < 1 or not 0 <= specific_word_max_share <= 1:
             raise ValueError("min_support and specific_word_max_share must be between 0 and 1 and "
@@ -104,8 +98,7 @@ class CitedAnswerBuilder:
         return default_to_dict(self, min_support=self.min_support, extractive_sentences=self.extractive_sentences,
                                source_id_field=self.source_id_field,
                                specific_word_max_share=self.specific_word_max_share,
-                               show_uncited=self.show_uncited, show_unsupported=self.show_unsupported,
-                               verdicts=self.verdicts, comparisons=self.comparisons)
+                               show_uncited=self.show_uncited, verdicts=self.verdicts, comparisons=self.comparisons)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CitedAnswerBuilder:
@@ -381,16 +374,14 @@ class CitedAnswerBuilder:
                      ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], str]:
         """The claims that may be shown, what was left out and why, and the verdict word held back ("" if none).
         A question, or the question restated, is never shown as a finding; an uncited sentence is not shown unless
-        `show_uncited`, an unsupported one unless `show_unsupported`; a verdict is kept only as `verdicts` says."""
+        `show_uncited`; a verdict is kept only as `verdicts` says."""
         shown, left_out, withheld = [], [], ""
         for claim in _verdicts_joined(claims):
             text = claim["text"]
             verdict = _VERDICT.match(text)
             why = ("a question, or the question restated" if restates_question(text, question) else
                    "about the excerpts, not a finding" if _ABOUT_THE_EXCERPTS.search(text) else
-                   "what a study set out to do, not a finding" if states_an_aim(without_verdict(text)) else
-                   "its citation does not support it" if claim["cited"] and not self.show_unsupported
-                   and self._unsupported(claim) else None)
+                   "what a study set out to do, not a finding" if states_an_aim(without_verdict(text)) else None)
             if why or (not claim["cited"] and not self.show_uncited):
                 left_out.append((text, why or "no citation: no excerpt was found to support it"))
                 withheld = withheld or (verdict.group(1) if verdict else "")
@@ -457,12 +448,6 @@ class CitedAnswerBuilder:
                              + (" The closest papers, which do not answer it: " +
                              "; ".join(f"{p['source_id']} ({p['title'] or 'untitled abstract'})" for p in papers) +
                              "." if papers else "")]).model_dump()
-
-    def _unsupported(self, claim: dict[str, Any]) -> bool:
-        """Judged unsupported (not merely too short to judge: "P = 0.03)." after a split at "vs.")."""
-        if "judgement" in claim:
-            return claim["judgement"] == "unsupported"
-        return claim["support"] is not None and claim["support"] < self.min_support
 
     def _supported(self, claim: dict[str, Any]) -> bool:
         if "judgement" in claim:

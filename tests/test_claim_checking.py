@@ -489,13 +489,6 @@ def test_a_verdict_stays_only_on_a_supported_claim_and_uncited_sentences_are_nam
     assert opposite == "Erlotinib prolonged progression-free survival in EGFR-mutant lung adenocarcinoma [1]."
     negated = built("No, weight did not change significantly [PMID:15703931].", "Does metformin cause weight gain?")
     assert negated["answer"].startswith("No, weight did not change")
-    # A cited sentence its excerpt does not support is named, not shown (unless show_unsupported).
-    invented = reply.replace("By analysing early predictors we can develop targeted interventions.",
-                             "Exacerbations occurred in 12% of adults with asthma given drug A [PMC4816447].")
-    assert built(invented, question)["answer"] == answer["answer"]
-    assert "its citation does not support it" in " ".join(built(invented, question)["notes"])
-    weak = built(invented, question, show_unsupported=True)
-    assert "drug A [1]" in weak["answer"] and weak["flags"]["weak_support"]
     shown = built(reply, question, show_uncited=True)["answer"]
     assert shown.endswith("we can develop targeted interventions.")
     with pytest.raises(ValueError, match="verdicts must be one of"):
