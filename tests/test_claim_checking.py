@@ -170,6 +170,19 @@ def test_unsupported_claims_are_kept_marked_unless_the_yaml_says_remove():
     assert removed and removed[0]["judgement"] == "unsupported"
 
 
+def test_the_default_pipeline_removes_a_claim_no_excerpt_supports():
+    import yaml
+
+    from conftest import PROJECT_ROOT
+
+    spec = yaml.safe_load((PROJECT_ROOT / "pipelines" / "rag.yml").read_text())["components"]["checker"]
+    checker = ClaimChecker.from_dict(spec)
+    # The 0.5B model, shown a made-up worked example, copied it into an answer about another paper (2026-11-27).
+    invented = claim("In 212 adults with moderate asthma, exacerbations occurred in 12% with drug A.", "PMC4816447")
+    result = checker.run(claims=[invented], documents=EXCERPTS)
+    assert result["claims"] == [] and result["removed_claims"][0]["judgement"] == "unsupported"
+
+
 def test_uncited_and_short_claims_pass_unchanged():
     result = check(claim("Yes.", "PMC4816447"), claim("Erlotinib prolonged survival.",))
     assert [c["judgement"] for c in result["claims"]] == ["unverifiable", "unchecked"]
