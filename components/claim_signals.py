@@ -163,10 +163,8 @@ _VERBAL_NEGATION = re.compile(r"\b(?:not|never|fail(?:ed|s)? to|unable to)\b", r
 _BEFORE_THE_NEGATED = {"be", "been", "being", "is", "are", "was", "were", "significantly", "statistically",
                        "appear", "appears", "appeared", "seem", "seems", "seemed", "to", "have", "has", "had", "do",
                        "does", "did", "a", "an", "the", "any", "always", "necessarily", "clearly", "also", "yet"}
-# Any of these earlier in a word's clause negates it there ("no reduction", "None of the identifiers ... have been
-# validated"); a comma or "but" ends a clause ("With lack of venous material, X provides ...").
-_NEGATION_CUE = {"not", "no", "never", "neither", "nor", "without", "none", "nothing", "lack", "lacked", "lacks",
-                 "absence", "unable", "fail", "failed", "fails", "non"}
+# A negation (`_NEGATION`) earlier in a word's clause negates it there ("no reduction", "None of the identifiers ...
+# have been validated"); a comma or "but" ends a clause ("With lack of venous material, X provides ...").
 _CLAUSE_END = {",", ";", ":", "but", "whereas", "although", "while", "however"}
 
 
@@ -191,12 +189,8 @@ def _negated_words(text: str) -> list[tuple[str, str]]:
 
 
 def _in_a_negated_clause(words: list[str], place: int) -> bool:
-    for word in reversed(words[:place]):
-        if word in _CLAUSE_END:
-            return False
-        if word in _NEGATION_CUE:
-            return True
-    return False
+    start = max((i + 1 for i, word in enumerate(words[:place]) if word in _CLAUSE_END), default=0)
+    return bool(_NEGATION.search(" ".join(words[start:place])))
 
 
 def _stated_plainly(stem: str, text: str) -> bool:
