@@ -72,7 +72,7 @@ compile_llama() {
   fi
 }
 
-# --fast-llama: a second build of llama.cpp with the AVX-512 kernels this CPU reports (and AMX where it has it),
+# --fast-llama: a second build of llama.cpp with the AVX-512 kernels this CPU reports (VBMI, VNNI, BF16; never AMX),
 # unpacked beside the portable one into $VENV/llama-cpp-fast/lib. It is asked for, not built by default: it costs
 # another compile of about 4 minutes on 2 cores. The model server uses it only after it has passed a trial in a
 # child process on the CPU it runs on (pmc_rag/local_llm/fast_build.py); otherwise the portable build serves.
@@ -86,7 +86,9 @@ fast_llama() {
   grep -qw avx512vbmi <<<"$flags" && cmake="$cmake -DGGML_AVX512_VBMI=ON"
   grep -qw avx512_vnni <<<"$flags" && cmake="$cmake -DGGML_AVX512_VNNI=ON"
   grep -qw avx512_bf16 <<<"$flags" && cmake="$cmake -DGGML_AVX512_BF16=ON"
-  grep -qw amx_tile <<<"$flags" && cmake="$cmake -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON -DGGML_AMX_BF16=ON"
+  # No AMX: its kernels run only on weights repacked for it, which the model loader keeps off, and on a KVM Xeon
+  # whose kernel does not enable AMX state (cpuinfo lists amx_tile all the same) a build with them died of SIGILL
+  # as soon as repacking was on (evaluation/results/2026-11-27-xeon-amx/).
   cmake="$cmake $NO_MULTIMODAL ${PMC_RAG_LLAMA_CMAKE_ARGS:-}"
   wheels="$WHEELS/llama-cpp-python-$LLAMA_VERSION-avx512-$(echo "$cmake" | sha256sum | cut -c1-8)"
   compile_llama "$wheels" "$cmake" "with AVX-512 kernels"
