@@ -1,7 +1,7 @@
 """Which llama.cpp build the model server loads: the fast one (AVX-512 kernels), once it has passed a trial on this
 CPU with this model, else the portable one.
 
-`scripts/install.sh --fast-llama` compiles a second llama.cpp for the AVX-512 (and AMX) instructions the CPU
+`scripts/install.sh --fast-llama` compiles a second llama.cpp for the AVX-512 instructions (never AMX) the CPU
 reports and unpacks its libraries into `.venv/llama-cpp-fast/lib`. llama-cpp-python loads its libraries from
 `LLAMA_CPP_LIB_PATH` when that is set, so the choice is one environment variable of the model server's process.
 A build that crashes on a CPU (as llama.cpp's AMX path did on a Xeon) must cost a trial, not the server: the
