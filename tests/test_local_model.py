@@ -561,3 +561,12 @@ def test_a_fast_build_that_passes_its_trial_serves_and_the_pass_is_remembered(fa
     monkeypatch.delenv("PMC_RAG_LLAMA_BUILD")
     monkeypatch.setattr(fast_build, "cpu_flags", lambda: {"avx2"})
     assert fast_build.llama_build_environment(model_path) == ({}, "portable (this CPU has no AVX-512)")
+
+
+def test_the_fast_build_never_compiles_amx_kernels():
+    """AMX kernels run only on weights repacked for them, which the model loader keeps off; compiled in, they died
+    of SIGILL on a KVM Xeon whose kernel does not enable AMX state (evaluation/results/2026-11-27-xeon-amx/)."""
+    script = (PROJECT_ROOT / "scripts" / "install.sh").read_text()
+    commands = [line for line in script.splitlines() if not line.lstrip().startswith("#")]
+    assert [line for line in commands if "GGML_AVX512=ON" in line]  # the fast build is still there
+    assert not [line for line in commands if "GGML_AMX" in line]
