@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -152,23 +153,34 @@ def test_a_prompt_read_before_is_restored_from_the_prompt_cache_not_read_again()
     server.ensure_running()
     headers = {"Authorization": f"Bearer {os.environ[API_KEY_ENV]}"}
 
-    def cache() -> dict:
-        health = httpx.get(f"{TEST_LLM_URL.removesuffix('/v1')}/health", headers=headers, timeout=30)
-        return health.json()["prompt_cache"]
+    def health() -> dict:
+        return httpx.get(f"{TEST_LLM_URL.removesuffix('/v1')}/health", headers=headers, timeout=30).json()
 
-    def reply(topic: str) -> str:
+    def reply(topic: str) -> tuple[str, int, int]:
+        """The reply, its prompt's tokens and the tokens the model computed for it (from /health)."""
+        computed = health()["tokens_computed"]
         messages = [{"role": "user", "content": f"In one sentence, what is {topic}? " + "Answer plainly. " * 40}]
-        return OpenAI(base_url=TEST_LLM_URL, api_key=os.environ[API_KEY_ENV], max_retries=0).chat.completions.create(
-            model=MODEL, messages=messages, max_tokens=12, temperature=0).choices[0].message.content
+        completion = OpenAI(base_url=TEST_LLM_URL, api_key=os.environ[API_KEY_ENV], max_retries=0
+                            ).chat.completions.create(model=MODEL, messages=messages, max_tokens=12, temperature=0)
+        return (completion.choices[0].message.content, completion.usage.prompt_tokens,
+                health()["tokens_computed"] - computed)
 
-    before = cache()
+    before = health()["prompt_cache"]
     assert before["capacity_bytes"] == rag_llm_spec().prompt_cache_mb << 20
-    first = reply("the prompt cache of test_local_model")
+    first, prompt_tokens, computed_first = reply("the prompt cache of test_local_model")
     reply("a different question in between")
-    hits = cache()["hits"]
-    assert reply("the prompt cache of test_local_model") == first
-    after = cache()
+    hits = health()["prompt_cache"]["hits"]
+    again, _, computed_again = reply("the prompt cache of test_local_model")
+    assert again == first
+    after = health()["prompt_cache"]
     assert after["hits"] == hits + 1 and 0 < after["bytes"] <= after["capacity_bytes"]
+    # Read in full the first time (the system prompt aside, which the question in between shares); asked again,
+    # only its last token is read again, then one per token written.
+    assert computed_first > prompt_tokens // 2 and computed_again <= 12 + 2, (prompt_tokens, computed_first,
+                                                                             computed_again)
+    log = server.log_path.read_text()
+    assert re.search(rf"pmc-rag-llm: reply \d+: {prompt_tokens} prompt tokens, \d+ written, {computed_again} "
+                     rf"computed, [\d.]+ s", log), log[-2000:]
 
 
 def test_kill_9_mid_answer_is_one_flagged_answer_and_the_next_comes_from_the_restarted_model(client):

@@ -34,6 +34,11 @@ class PromptCachingLlama(llama_cpp.Llama):
     """`llama_cpp.Llama` whose saved states hold the context's memory and one row of logits, not n_batch rows."""
 
     prompt_cache_hits = 0
+    tokens_read = 0  # every token llama.cpp has computed: prompts' tokens not restored, then one per token written
+
+    def eval(self, tokens: list[int]) -> None:
+        self.tokens_read += len(tokens)
+        super().eval(tokens)
 
     def save_state(self) -> llama_cpp.LlamaState:
         size = llama_cpp.llama_state_get_size(self._ctx.ctx)

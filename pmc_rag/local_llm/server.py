@@ -88,6 +88,7 @@ class ModelService:
         self.busy_since: float | None = None
         self.last_request = time.monotonic()
         self.replies = 0
+        self.tokens_computed = 0
 
     def touch(self) -> None:
         self.last_request = time.monotonic()
@@ -107,20 +108,37 @@ class ModelService:
 
     def complete(self, messages: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
-            self.busy_since = time.monotonic()
+            computed_before = self._begin()
+            usage: dict[str, int] = {}
             try:
                 reply = self.llama.create_chat_completion(messages=messages, **settings)
+                usage = reply.get("usage") or {}
             finally:
-                self.busy_since = None
-                self.replies += 1
+                self._end(computed_before, usage.get("prompt_tokens"), usage.get("completion_tokens"), "reply")
         reply["model"] = self.name
         return reply
+
+    def _begin(self) -> int:
+        self.busy_since = time.monotonic()
+        return getattr(self.llama, "tokens_read", 0)
+
+    def _end(self, computed_before: int, prompt_tokens: int | None, written: int | None, kind: str) -> None:
+        """One line per reply in the server's log: what it cost. Tokens computed are the prompt's tokens that no
+        kept prompt held, plus one per token written; the rest of the prompt was restored."""
+        seconds = time.monotonic() - (self.busy_since or time.monotonic())
+        computed = getattr(self.llama, "tokens_read", 0) - computed_before
+        self.busy_since = None
+        self.replies += 1
+        self.tokens_computed += computed
+        print(f"pmc-rag-llm: {kind} {self.replies}: {prompt_tokens if prompt_tokens is not None else '?'} prompt "
+              f"tokens, {written if written is not None else '?'} written, {computed} computed, {seconds:.1f} s",
+              flush=True)
 
     def stream(self, messages: list[dict[str, Any]], settings: dict[str, Any], include_usage: bool
                ) -> Iterator[str]:
         """Server-sent events, one per token; with `include_usage`, a last event with the token counts."""
         with self.lock:
-            self.busy_since = time.monotonic()
+            computed_before = self._begin()
             completion_id = f"chatcmpl-{uuid.uuid4().hex}"
             created = int(time.time())
             tokens = 0
@@ -144,8 +162,7 @@ class ModelService:
                 yield "data: [DONE]\n\n"
             finally:
                 stream.close()  # a client that went away stops the generation here
-                self.busy_since = None
-                self.replies += 1
+                self._end(computed_before, prompt, tokens, "streamed reply")
 
 
 class ClosingEventStream(StreamingResponse):
@@ -197,7 +214,8 @@ def build_app(service: ModelService, api_key: str | None, info: dict[str, Any]) 
     async def health() -> dict[str, Any]:
         busy = service.busy_since
         return {**info, "status": "ok", "busy_s": round(time.monotonic() - busy, 1) if busy else None,
-                "replies": service.replies, "prompt_cache": prompt_cache_report(service.llama)}
+                "replies": service.replies,
+                "tokens_computed": service.tokens_computed, "prompt_cache": prompt_cache_report(service.llama)}
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
