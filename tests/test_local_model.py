@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pmc_rag.local_llm.supervisor import API_KEY_ENV, LocalModelServer, LocalModelSpec, api_key, local_model_server
+from pmc_rag.local_llm.supervisor import (API_KEY_ENV, LocalModelServer, LocalModelSpec, api_key, local_model_server,
+                                          started_servers)
 
 from conftest import PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for, rag_llm_spec
 
@@ -273,6 +274,8 @@ def test_a_model_that_cannot_start_is_named_with_its_fix_in_notes_and_health(fol
     path = folder / "hayhooks_broken.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     with TestClient(build_app(load_serve_config(path))) as client:  # the server starts all the same
+        watched = [server for server in started_servers() if server.spec.url == url]
+        assert len(watched) == 1 and watched[0].watching   # it is tried again now and then while the app serves
         health = client.get("/health")
         assert health.status_code == 200 and health.json()["status"] == "degraded"
         local = health.json()["local_models"][url]
@@ -283,6 +286,22 @@ def test_a_model_that_cannot_start_is_named_with_its_fix_in_notes_and_health(fol
         assert answer["flags"]["extractive_fallback"] and answer["flags"]["local_model_failed"]
         assert any("could not start" in note and "Fix:" in note for note in answer["notes"]), answer["notes"]
         assert answer["references"][0]["source_id"] == "PMC4816447"
+    # and no longer once it has shut down: nothing keeps restarting a model server for an app that is gone
+    assert not watched[0].watching
+
+
+def test_apps_sharing_a_model_server_share_its_watcher_until_the_last_one_goes():
+    server = LocalModelServer(LocalModelSpec(model=MODEL, url=f"http://127.0.0.1:{free_port()}/v1"))
+    server.watch(interval=3600)
+    server.watch(interval=3600)
+    server.unwatch()
+    assert server.watching
+    server.unwatch()
+    assert not server.watching
+    server.watch(interval=3600)   # watched again later, by a new app
+    assert server.watching
+    server.stop_watching()
+    assert not server.watching
 
 
 def test_pointing_the_generator_at_another_openai_compatible_server_is_a_yaml_edit(folder, monkeypatch):

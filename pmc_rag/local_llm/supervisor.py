@@ -146,6 +146,8 @@ class LocalModelServer:
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
         self._stop_watching = threading.Event()
+        self._watch_holders = 0  # apps in this process that watch it (see watch and unwatch)
+        self._watch_lock = threading.Lock()
         self._unanswered_checks = 0
         self._incidents: list[tuple[float, str]] = []  # (time, what happened): deaths, hangs, failed starts
         self._last_start_attempt = 0.0
@@ -432,15 +434,30 @@ class LocalModelServer:
 
     def watch(self, interval: float = 2.0, hung_after_checks: int = 3) -> None:
         """Check the server every `interval` seconds from a background thread; restart it when it has died or
-        has not answered `hung_after_checks` checks in a row (it is then killed first)."""
-        if self.watching:
-            return
-        self._stop_watching.clear()
-        self._watcher = threading.Thread(target=self._watch, args=(interval, hung_after_checks), daemon=True,
-                                         name=f"pmc-rag-llm-watch-{self.spec.port}")
-        self._watcher.start()
+        has not answered `hung_after_checks` checks in a row (it is then killed first). Each call holds the
+        watching until a matching `unwatch()`: apps in one process that share the server share one watcher."""
+        with self._watch_lock:
+            self._watch_holders += 1
+            if self.watching and not self._stop_watching.is_set():
+                return
+            if self._watcher is not None:  # one being stopped: let it finish first
+                self._watcher.join(timeout=10)
+            self._stop_watching.clear()
+            self._watcher = threading.Thread(target=self._watch, args=(interval, hung_after_checks), daemon=True,
+                                             name=f"pmc-rag-llm-watch-{self.spec.port}")
+            self._watcher.start()
+
+    def unwatch(self) -> None:
+        """One holder of `watch()` is done (its app shut down); the last one stops the watching."""
+        with self._watch_lock:
+            self._watch_holders = max(0, self._watch_holders - 1)
+            if self._watch_holders:
+                return
+        self.stop_watching()
 
     def stop_watching(self) -> None:
+        """Stop the watching, whoever holds it."""
+        self._watch_holders = 0
         self._stop_watching.set()
         if self._watcher is not None:
             self._watcher.join(timeout=10)

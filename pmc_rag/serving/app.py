@@ -9,6 +9,7 @@ gate (API key, body size, JSON, unknown fields), `/health`, and a `/v1/models` t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import shutil
 import signal
 import threading
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -96,12 +98,36 @@ def build_app(config: ServeConfig) -> FastAPI:
         if not endpoint.rest:
             app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", "") != f"/{endpoint.name}/run"]
     app.state.local_models = local_model_specs(config)  # read once: /health reports them, serve stops them
+    _watch_local_models_while_serving(app)
     _add_routes(app, config)
     add_upload_routes(app, config)
     mount_mcp(app, config)
     app.add_middleware(RequestGate, config=config, api_key=api_key)
     app.openapi_schema = None
     return app
+
+
+def _watch_local_models_while_serving(app: FastAPI) -> None:
+    """Restart the endpoints' model servers when they die or hang, for as long as the app serves; its shutdown
+    ends the watching, so an app run inside another process (a test client, an app mounted in another) leaves no
+    restart loop behind. With several worker processes, the process that started them watches them instead."""
+    if os.environ.get(WORKER_CONFIG):
+        return
+    servers = [local_model_server(spec) for spec in app.state.local_models]
+    for server in servers:
+        server.watch()
+    serving = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(served: Any) -> AsyncIterator[Any]:
+        try:
+            async with serving(served) as state:
+                yield state
+        finally:
+            for server in servers:
+                server.unwatch()
+
+    app.router.lifespan_context = lifespan
 
 
 def _add_routes(app: FastAPI, config: ServeConfig) -> None:

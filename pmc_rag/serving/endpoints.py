@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import os
 import queue
 import re
 import threading
@@ -30,12 +29,11 @@ from pmc_rag.components.filter_statistics import ensure_filter_statistics
 from pmc_rag.components.store_connection import connect, on_primary
 from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
-from pmc_rag.local_llm.supervisor import local_model_server
 from pmc_rag.pipelines import document_store_of, load_declared_pipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_request_id, internal_error_detail
-from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig
+from pmc_rag.serving.config import ServeConfig
 from pmc_rag.serving.conversation import cited_per_turn_from_history, numbers_from_history, standalone_query
 from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
 from pmc_rag.serving.history import ConversationStore
@@ -81,9 +79,7 @@ class _Endpoint(BasePipelineWrapper):
             with connect(primary) as connection:  # without them, the semantic leg scans every vector
                 ensure_filter_statistics(connection, primary.schema_name, primary.table_name)
         self.declared.warm_up()  # models load now, before the port opens; a local model server starts
-        if self.declared.local_model is not None and not os.environ.get(WORKER_CONFIG):
-            local_model_server(self.declared.local_model).watch()  # restarted if it dies or hangs
-            # (with several worker processes, the process that started them watches the model servers)
+        # (build_app watches the model servers while the app serves)
         self.history = ConversationStore(self.connection_string, self.config.retention_days)
 
     def _unavailable(self, error: Exception) -> HTTPException:
