@@ -7,16 +7,18 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from haystack import Pipeline
 
 from pmc_rag.environment import ALLOWED_MODULES
 from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server
 from pmc_rag.local_llm.supervisor import api_key as local_llm_api_key
 from pmc_rag.paths import PIPELINES_DIR
 from pmc_rag.pipeline_files import PipelineFileError, resolve_pipeline_spec
+
+if TYPE_CHECKING:  # Haystack (and with it torch) is imported when a pipeline is built, not to read a file
+    from haystack import Pipeline
 
 
 # Declared outputs the answering code reads (see pmc_rag/answering.py): what the model is shown, and each
@@ -65,6 +67,8 @@ def document_store_of(pipeline: Pipeline) -> Any | None:
 
 
 def _load(path: Path, text: str) -> Pipeline:
+    from haystack import Pipeline
+
     try:
         return Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
     except Exception as error:  # Haystack raises several types for bad YAML, unknown types and bad parameters
@@ -143,6 +147,21 @@ class DeclaredPipeline:
                 for name, target in self.outputs.items()}
 
 
+def declared_local_model(name_or_path: str | Path) -> LocalModelSpec | None:
+    """The model server a pipeline file's `local_model:` declares (None: none), read without building the
+    pipeline: `pmc-rag model` and `pmc-rag status` need no models loaded to say where it is."""
+    return _local_model_of(*pipeline_spec(name_or_path))
+
+
+def _local_model_of(path: Path, spec: dict[str, Any]) -> LocalModelSpec | None:
+    if not spec.get("local_model"):
+        return None
+    try:
+        return LocalModelSpec.from_yaml(spec["local_model"], str(path))
+    except ValueError as error:
+        raise PipelineError(str(error)) from None
+
+
 def load_declared_pipeline(name_or_path: str | Path,
                            edit: Callable[[dict[str, Any]], None] | None = None) -> DeclaredPipeline:
     """Load a pipeline YAML together with its declared inputs and outputs, checking that they exist.
@@ -154,12 +173,8 @@ def load_declared_pipeline(name_or_path: str | Path,
     if edit is not None:
         edit(spec)
     text = yaml.safe_dump(spec, sort_keys=False)
-    local_model = None
-    if spec.get("local_model"):
-        try:
-            local_model = LocalModelSpec.from_yaml(spec["local_model"], str(path))
-        except ValueError as error:
-            raise PipelineError(str(error)) from None
+    local_model = _local_model_of(path, spec)
+    if local_model is not None:
         local_llm_api_key()  # exported before the generator that sends it is built
     pipeline = _load(path, text)
     inputs = {name: [targets] if isinstance(targets, str) else list(targets)
