@@ -36,6 +36,22 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_FAILED
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:  # Ctrl-C is how a user stops `serve` (and may stop an ingest): no traceback for it
+        print("pmc-rag: stopped (Ctrl-C); what was stored before stays stored", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if not isinstance(error, _errors_said_in_one_line()):
+            raise
+        # Whatever was committed before the error stays stored; the message says what went wrong.
+        print(f"pmc-rag: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _errors_said_in_one_line() -> tuple[type[BaseException], ...]:
+    """The errors whose message tells the user what was wrong: no traceback for them. Imported only when one
+    happens, since importing Haystack imports torch, seconds that `pmc-rag model stop` has no need of."""
     import psycopg
     from haystack.core.errors import PipelineRuntimeError
     from haystack.document_stores.errors import DocumentStoreError
@@ -46,16 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     from pmc_rag.models import ModelError
     from pmc_rag.pipelines import PipelineError
 
-    try:
-        return args.handler(args)
-    except (DatabaseError, ModelError, LocalModelError, PipelineError, DocumentStoreError, PipelineRuntimeError, psycopg.Error,
-            ValueError, OSError, IngestError) as error:
-        # Whatever was committed before the error stays stored; the message says what went wrong.
-        print(f"pmc-rag: error: {error}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:  # Ctrl-C is how a user stops `serve` (and may stop an ingest): no traceback for it
-        print("pmc-rag: stopped (Ctrl-C); what was stored before stays stored", file=sys.stderr)
-        return 130
+    return (DatabaseError, ModelError, LocalModelError, PipelineError, DocumentStoreError, PipelineRuntimeError,
+            psycopg.Error, ValueError, OSError, IngestError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -538,9 +546,9 @@ def _check_local_model(pipeline_name: str) -> None:
     """Start the answering pipeline's local model server and have it write a few tokens: a model that crashes on
     this CPU shows here, with the fix, rather than at the first question. Not fatal: answers then quote passages."""
     from pmc_rag.local_llm.supervisor import LocalModelError, local_model_server
-    from pmc_rag.pipelines import load_declared_pipeline
+    from pmc_rag.pipelines import declared_local_model
 
-    spec = load_declared_pipeline(pipeline_name).local_model
+    spec = declared_local_model(pipeline_name)
     if spec is None:
         return
     server = local_model_server(spec)
@@ -559,9 +567,9 @@ def _check_local_model(pipeline_name: str) -> None:
 def _local_model_lines(pipeline_name: str) -> list[str]:
     """`pmc-rag status`'s lines about the pipeline's local model server."""
     from pmc_rag.local_llm.supervisor import local_model_server
-    from pmc_rag.pipelines import load_declared_pipeline
+    from pmc_rag.pipelines import declared_local_model
 
-    spec = load_declared_pipeline(pipeline_name).local_model
+    spec = declared_local_model(pipeline_name)
     if spec is None:
         return [f"Local model server: none declared in {pipeline_name}"]
     report = local_model_server(spec).status()
@@ -583,7 +591,7 @@ def _local_model_lines(pipeline_name: str) -> list[str]:
 def _model(args: argparse.Namespace) -> int:
     from pmc_rag.local_llm.supervisor import local_model_server
     from pmc_rag.models import EMBEDDED_LLMS, install_llm, is_verified
-    from pmc_rag.pipelines import load_declared_pipeline
+    from pmc_rag.pipelines import declared_local_model, resolve_pipeline_path
 
     if args.action == "list":
         for name, registered in EMBEDDED_LLMS.items():
@@ -597,16 +605,16 @@ def _model(args: argparse.Namespace) -> int:
         print(f"Installed {args.name} ({EMBEDDED_LLMS[args.name].description}): checksum verified, {path}. "
               f"To answer with it, set `local_model.model: {args.name}` in the pipeline YAML (pipelines/rag.yml).")
         return 0
-    pipeline = load_declared_pipeline(args.pipeline)
-    if pipeline.local_model is None:
-        raise ValueError(f"{pipeline.path} declares no `local_model:`")
-    server = local_model_server(pipeline.local_model)
+    spec = declared_local_model(args.pipeline)
+    if spec is None:
+        raise ValueError(f"{resolve_pipeline_path(args.pipeline)} declares no `local_model:`")
+    server = local_model_server(spec)
     if args.action == "start":
         report = server.ensure_running()
-        print(f"Local model server ({pipeline.local_model.model}) running at {pipeline.local_model.url}, "
-              f"pid {report.get('pid')}; it exits after {pipeline.local_model.idle_minutes:g} min unused")
+        print(f"Local model server ({spec.model}) running at {spec.url}, pid {report.get('pid')}; it exits after "
+              f"{spec.idle_minutes:g} min unused")
     elif args.action == "stop":
-        print("Stopped." if server.stop() else f"No local model server was running at {pipeline.local_model.url}.")
+        print("Stopped." if server.stop() else f"No local model server was running at {spec.url}.")
     else:
         print("\n".join(_local_model_lines(args.pipeline)))
     return 0

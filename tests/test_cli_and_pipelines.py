@@ -157,6 +157,26 @@ def test_model_list_names_every_embedded_model_and_install_refuses_an_unknown_on
     assert unnamed.returncode != 0 and "name the model to install" in unnamed.stderr
 
 
+def test_the_model_server_commands_read_the_yaml_without_loading_haystack_and_errors_stay_one_line():
+    """`pmc-rag model status|stop|start` need only the YAML's `local_model:`: building the pipeline cost 6.7 s (its
+    imports: Haystack, torch, Sentence Transformers) to print two lines, on a 2-core Xeon."""
+    script = ("import sys\n"
+              "from pmc_rag.cli import main\n"
+              "code = main(['model', 'status'])\n"
+              "print('loaded:', sorted(name for name in ('haystack', 'torch', 'sentence_transformers') "
+              "if name in sys.modules))\n"
+              "sys.exit(code)\n")
+    run = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                         timeout=120, env={**os.environ})
+    assert run.returncode == 0, run.stderr
+    assert "Local model server (qwen2.5-0.5b-instruct) at http://127.0.0.1:1417/v1: " in run.stdout
+    assert "loaded: []" in run.stdout, run.stdout
+    wrong = pmc_rag("model", "status", "--pipeline", "indexing")
+    assert wrong.returncode == 1 and wrong.stderr.strip().endswith("indexing.yml declares no `local_model:`"), \
+        wrong.stderr
+    assert "Traceback" not in wrong.stderr
+
+
 def test_pmc_rag_ask_and_the_served_rag_endpoint_answer_with_the_same_pipeline():
     """The CLI's default and hayhooks.yml's `rag` endpoint (REST, chat, MCP, the page) must not drift apart: the
     same question would get another route, and another answer, depending on where it was asked."""
