@@ -506,7 +506,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from pmc_rag.database import ensure_database
     from pmc_rag.models import DEFAULT_LLM, EMBEDDED_LLMS, EMBEDDING_MODEL, cached_embedding_model, is_verified
-    from pmc_rag.pipelines import load_pipeline
+    from pmc_rag.pipelines import declared_document_store
 
     missing = "missing: run pmc-rag setup"
     cached = cached_embedding_model()
@@ -516,7 +516,7 @@ def _status(args: argparse.Namespace) -> int:
     for line in _local_model_lines(args.answer_pipeline):
         print(line)
     print(f"Database: {ensure_database().description}")
-    store = _writer_store(load_pipeline(args.pipeline))
+    store = declared_document_store(args.pipeline)
     store.count_documents()  # creates the table if missing, so the query below can run
     print(f"Table: {store.schema_name}.{store.table_name} ({store.embedding_dimension}-d embeddings)")
     rows = store.count_unique_metadata_by_filter(filters={}, metadata_fields=["source_id"])
@@ -688,10 +688,6 @@ def _writer(pipeline):
         if getattr(component, "document_store", None) is not None:
             return component
     raise ValueError("the indexing pipeline has no component with a document_store")
-
-
-def _writer_store(pipeline):
-    return _writer(pipeline).document_store
 
 
 if __name__ == "__main__":

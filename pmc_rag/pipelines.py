@@ -153,6 +153,23 @@ def declared_local_model(name_or_path: str | Path) -> LocalModelSpec | None:
     return _local_model_of(*pipeline_spec(name_or_path))
 
 
+def declared_document_store(name_or_path: str | Path) -> Any:
+    """The document store of a pipeline file's first component that has one, built alone: no component and no model
+    is loaded (`pmc-rag status`). The store's type passes Haystack's deserialization allowlist, as in a pipeline."""
+    from haystack.core.serialization import import_class_by_name
+
+    path, spec = pipeline_spec(name_or_path)
+    for component in (spec.get("components") or {}).values():
+        store = (component.get("init_parameters") or {}).get("document_store")
+        if isinstance(store, dict) and store.get("type"):
+            try:
+                return import_class_by_name(store["type"]).from_dict(store)
+            except Exception as error:
+                raise PipelineError(f"{path}: cannot build its document store: {type(error).__name__}: {error}") \
+                    from error
+    raise PipelineError(f"{path}: no component has a document_store")
+
+
 def _local_model_of(path: Path, spec: dict[str, Any]) -> LocalModelSpec | None:
     if not spec.get("local_model"):
         return None

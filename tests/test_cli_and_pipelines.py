@@ -177,6 +177,31 @@ def test_the_model_server_commands_read_the_yaml_without_loading_haystack_and_er
     assert "Traceback" not in wrong.stderr
 
 
+def test_the_declared_document_store_is_built_alone_and_only_from_allowed_modules(tmp_path, table_name):
+    """`pmc-rag status` builds the indexing pipeline's store alone, not the pipeline (whose embedder imports
+    Sentence Transformers): 12.6 s against 4.7 s on a 2-core Xeon under load."""
+    import yaml
+
+    from conftest import indexing_yaml_for
+    from pmc_rag.pipelines import declared_document_store
+
+    path = tmp_path / "indexing.yml"
+    path.write_text(indexing_yaml_for(table_name))
+    store = declared_document_store(path)
+    assert type(store).__name__ == "PgvectorDocumentStore" and store.table_name == table_name
+    spec = yaml.safe_load(path.read_text())
+    for component in spec["components"].values():
+        store_spec = (component.get("init_parameters") or {}).get("document_store")
+        if store_spec:
+            store_spec["type"] = "os.system"
+    (tmp_path / "hostile.yml").write_text(yaml.safe_dump(spec))
+    with pytest.raises(PipelineError, match=r"hostile\.yml: cannot build its document store: DeserializationError"):
+        declared_document_store(tmp_path / "hostile.yml")
+    (tmp_path / "none.yml").write_text(yaml.safe_dump({"components": {}, "connections": []}))
+    with pytest.raises(PipelineError, match=r"none\.yml: no component has a document_store"):
+        declared_document_store(tmp_path / "none.yml")
+
+
 def test_pmc_rag_ask_and_the_served_rag_endpoint_answer_with_the_same_pipeline():
     """The CLI's default and hayhooks.yml's `rag` endpoint (REST, chat, MCP, the page) must not drift apart: the
     same question would get another route, and another answer, depending on where it was asked."""
