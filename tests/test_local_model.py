@@ -465,7 +465,7 @@ def test_weights_that_cannot_be_re_encoded_leave_the_packaged_file_serving_and_s
         assert server.smoke_test(max_tokens=4)[0] > 0   # and it answers
         # and its log says what the reply cost
         assert any(re.fullmatch(r"pmc-rag-llm: (streamed )?reply 1: \d+ prompt tokens, [1-4] written, \d+ computed, "
-                                r"[\d.]+ s", line) for line in server.log_tail()), server.log_tail()
+                                r"[\d.]+ s, request [0-9a-f]{12}", line) for line in server.log_tail()), server.log_tail()
     finally:
         server.stop()
 

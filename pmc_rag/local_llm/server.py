@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import hashlib
 import json
 import os
 import sys
@@ -78,6 +79,13 @@ def prompt_cache_report(llama: Any) -> dict[str, int] | None:
             "hits": int(getattr(llama, "prompt_cache_hits", 0))}
 
 
+def request_fingerprint(messages: list[dict[str, Any]], settings: dict[str, Any]) -> str:
+    """12 hex digits naming a request's messages and settings: the same request twice has the same fingerprint in
+    the log, so a repeated question (a retry, the same question through another entry point) can be told apart."""
+    text = json.dumps({"messages": messages, "settings": settings}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 class ModelService:
     """One llama.cpp model, one reply at a time (a llama.cpp context is not shared between replies)."""
 
@@ -89,6 +97,7 @@ class ModelService:
         self.last_request = time.monotonic()
         self.replies = 0
         self.tokens_computed = 0
+        self.request_id = ""
 
     def touch(self) -> None:
         self.last_request = time.monotonic()
@@ -108,7 +117,7 @@ class ModelService:
 
     def complete(self, messages: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
-            computed_before = self._begin()
+            computed_before = self._begin(messages, settings)
             usage: dict[str, int] = {}
             try:
                 reply = self.llama.create_chat_completion(messages=messages, **settings)
@@ -118,8 +127,9 @@ class ModelService:
         reply["model"] = self.name
         return reply
 
-    def _begin(self) -> int:
+    def _begin(self, messages: list[dict[str, Any]], settings: dict[str, Any]) -> int:
         self.busy_since = time.monotonic()
+        self.request_id = request_fingerprint(messages, settings)
         return getattr(self.llama, "tokens_read", 0)
 
     def _end(self, computed_before: int, prompt_tokens: int | None, written: int | None, kind: str) -> None:
@@ -131,14 +141,14 @@ class ModelService:
         self.replies += 1
         self.tokens_computed += computed
         print(f"pmc-rag-llm: {kind} {self.replies}: {prompt_tokens if prompt_tokens is not None else '?'} prompt "
-              f"tokens, {written if written is not None else '?'} written, {computed} computed, {seconds:.1f} s",
-              flush=True)
+              f"tokens, {written if written is not None else '?'} written, {computed} computed, {seconds:.1f} s, "
+              f"request {self.request_id}", flush=True)
 
     def stream(self, messages: list[dict[str, Any]], settings: dict[str, Any], include_usage: bool
                ) -> Iterator[str]:
         """Server-sent events, one per token; with `include_usage`, a last event with the token counts."""
         with self.lock:
-            computed_before = self._begin()
+            computed_before = self._begin(messages, settings)
             completion_id = f"chatcmpl-{uuid.uuid4().hex}"
             created = int(time.time())
             tokens = 0
