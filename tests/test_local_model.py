@@ -146,7 +146,8 @@ def test_the_model_server_speaks_the_openai_chat_api_in_its_own_process():
 
 def test_a_prompt_read_before_is_restored_from_the_prompt_cache_not_read_again():
     """A prompt that another came between is still kept: asked again, its state is restored (a cache hit) and
-    the reply is the same. Without the cache llama.cpp keeps only the last prompt, and would read it again."""
+    the reply is the same. Without the cache llama.cpp keeps only the last prompt, and would read it again.
+    The same request a third time is answered from the reply memo: nothing is computed."""
     import httpx
     from openai import OpenAI
 
@@ -157,12 +158,14 @@ def test_a_prompt_read_before_is_restored_from_the_prompt_cache_not_read_again()
     def health() -> dict:
         return httpx.get(f"{TEST_LLM_URL.removesuffix('/v1')}/health", headers=headers, timeout=30).json()
 
-    def reply(topic: str) -> tuple[str, int, int]:
-        """The reply, its prompt's tokens and the tokens the model computed for it (from /health)."""
+    def reply(topic: str, seed: int = 1) -> tuple[str, int, int]:
+        """The reply, its prompt's tokens and the tokens the model computed for it (from /health). Another seed
+        is the same prompt in another request: temperature 0 ignores the seed, the reply memo does not."""
         computed = health()["tokens_computed"]
         messages = [{"role": "user", "content": f"In one sentence, what is {topic}? " + "Answer plainly. " * 40}]
         completion = OpenAI(base_url=TEST_LLM_URL, api_key=os.environ[API_KEY_ENV], max_retries=0
-                            ).chat.completions.create(model=MODEL, messages=messages, max_tokens=12, temperature=0)
+                            ).chat.completions.create(model=MODEL, messages=messages, max_tokens=12, temperature=0,
+                                                      seed=seed)
         return (completion.choices[0].message.content, completion.usage.prompt_tokens,
                 health()["tokens_computed"] - computed)
 
@@ -171,7 +174,7 @@ def test_a_prompt_read_before_is_restored_from_the_prompt_cache_not_read_again()
     first, prompt_tokens, computed_first = reply("the prompt cache of test_local_model")
     reply("a different question in between")
     hits = health()["prompt_cache"]["hits"]
-    again, _, computed_again = reply("the prompt cache of test_local_model")
+    again, _, computed_again = reply("the prompt cache of test_local_model", seed=2)
     assert again == first
     after = health()["prompt_cache"]
     assert after["hits"] == hits + 1 and 0 < after["bytes"] <= after["capacity_bytes"]
@@ -179,6 +182,10 @@ def test_a_prompt_read_before_is_restored_from_the_prompt_cache_not_read_again()
     # only its last token is read again, then one per token written.
     assert computed_first > prompt_tokens // 2 and computed_again <= 12 + 2, (prompt_tokens, computed_first,
                                                                              computed_again)
+    memo = health()["reply_memo"]
+    third, _, computed_third = reply("the prompt cache of test_local_model", seed=2)
+    assert third == again and computed_third == 0 and health()["reply_memo"]["hits"] == memo["hits"] + 1
+    assert server.log_tail()[-1].endswith(", repeated"), server.log_tail()[-1]
 
 
 def test_kill_9_mid_answer_is_one_flagged_answer_and_the_next_comes_from_the_restarted_model(client):

@@ -15,8 +15,8 @@ itself after `--idle-minutes` without a request (the supervisor's health checks 
 from __future__ import annotations
 
 import argparse
+import copy
 import faulthandler
-import hashlib
 import json
 import os
 import sys
@@ -30,6 +30,8 @@ import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+
+from pmc_rag.local_llm.reply_memo import ReplyMemo, request_fingerprint
 
 # Sampling settings passed on to llama.cpp; anything else in a request is ignored, as OpenAI-compatible servers do.
 _SAMPLING = {"temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"}
@@ -79,19 +81,14 @@ def prompt_cache_report(llama: Any) -> dict[str, int] | None:
             "hits": int(getattr(llama, "prompt_cache_hits", 0))}
 
 
-def request_fingerprint(messages: list[dict[str, Any]], settings: dict[str, Any]) -> str:
-    """12 hex digits naming a request's messages and settings: the same request twice has the same fingerprint in
-    the log, so a repeated question (a retry, the same question through another entry point) can be told apart."""
-    text = json.dumps({"messages": messages, "settings": settings}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
 class ModelService:
-    """One llama.cpp model, one reply at a time (a llama.cpp context is not shared between replies)."""
+    """One llama.cpp model, one reply at a time (a llama.cpp context is not shared between replies); a request
+    asked before with temperature 0 gets the reply written then (`pmc_rag.local_llm.reply_memo`)."""
 
-    def __init__(self, llama: Any, name: str):
+    def __init__(self, llama: Any, name: str, memo: ReplyMemo | None = None):
         self.llama = llama
         self.name = name
+        self.memo = memo or ReplyMemo(max_replies=0)
         self.lock = threading.Lock()
         self.busy_since: float | None = None
         self.last_request = time.monotonic()
@@ -116,15 +113,20 @@ class ModelService:
         return settings
 
     def complete(self, messages: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
+        key = self.memo.key(messages, settings, streamed=False)
         with self.lock:
             computed_before = self._begin(messages, settings)
             usage: dict[str, int] = {}
+            kept = reply = self.memo.get(key)
             try:
-                reply = self.llama.create_chat_completion(messages=messages, **settings)
+                if reply is None:
+                    reply = self.llama.create_chat_completion(messages=messages, **settings)
+                    self.memo.put(key, reply)
                 usage = reply.get("usage") or {}
             finally:
-                self._end(computed_before, usage.get("prompt_tokens"), usage.get("completion_tokens"), "reply")
-        reply["model"] = self.name
+                self._end(computed_before, usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                          "reply", repeated=kept is not None)
+        reply.update(id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=self.name)
         return reply
 
     def _begin(self, messages: list[dict[str, Any]], settings: dict[str, Any]) -> int:
@@ -132,9 +134,11 @@ class ModelService:
         self.request_id = request_fingerprint(messages, settings)
         return getattr(self.llama, "tokens_read", 0)
 
-    def _end(self, computed_before: int, prompt_tokens: int | None, written: int | None, kind: str) -> None:
+    def _end(self, computed_before: int, prompt_tokens: int | None, written: int | None, kind: str,
+             repeated: bool = False) -> None:
         """One line per reply in the server's log: what it cost. Tokens computed are the prompt's tokens that no
-        kept prompt held, plus one per token written; the rest of the prompt was restored."""
+        kept prompt held, plus one per token written; the rest of the prompt was restored. A repeated reply is the
+        one kept for the same request, handed back without the model."""
         seconds = time.monotonic() - (self.busy_since or time.monotonic())
         computed = getattr(self.llama, "tokens_read", 0) - computed_before
         self.busy_since = None
@@ -142,18 +146,22 @@ class ModelService:
         self.tokens_computed += computed
         print(f"pmc-rag-llm: {kind} {self.replies}: {prompt_tokens if prompt_tokens is not None else '?'} prompt "
               f"tokens, {written if written is not None else '?'} written, {computed} computed, {seconds:.1f} s, "
-              f"request {self.request_id}", flush=True)
+              f"request {self.request_id}{', repeated' if repeated else ''}", flush=True)
 
     def stream(self, messages: list[dict[str, Any]], settings: dict[str, Any], include_usage: bool
                ) -> Iterator[str]:
         """Server-sent events, one per token; with `include_usage`, a last event with the token counts."""
+        key = self.memo.key(messages, settings, streamed=True)
         with self.lock:
             computed_before = self._begin(messages, settings)
             completion_id = f"chatcmpl-{uuid.uuid4().hex}"
             created = int(time.time())
             tokens = 0
-            prompt = None
-            stream = self.llama.create_chat_completion(messages=messages, stream=True, **settings)
+            kept = self.memo.get(key)
+            prompt = None if kept is None else kept["prompt_tokens"]
+            events: list[dict[str, Any]] = []
+            stream = iter(kept["events"]) if kept is not None else self.llama.create_chat_completion(
+                messages=messages, stream=True, **settings)
             try:
                 for event in stream:
                     if prompt is None:  # the first event comes once the prompt is read: the context holds it all
@@ -161,8 +169,13 @@ class ModelService:
                     choice = event["choices"][0]
                     if choice["delta"].get("content"):
                         tokens += 1  # llama.cpp streams one token per event
+                    if kept is None:
+                        events.append(copy.deepcopy(event))
                     event.update(id=completion_id, created=created, model=self.name)
                     yield f"data: {json.dumps(event)}\n\n"
+                if kept is None and events and events[-1]["choices"][0].get("finish_reason"):
+                    # kept only when the reply ended by itself: a client that left mid-reply never gets here
+                    self.memo.put(key, {"prompt_tokens": prompt, "events": events})
                 if include_usage:
                     prompt = prompt or 0
                     usage = {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens}
@@ -171,8 +184,9 @@ class ModelService:
                                                  "usage": usage}) + "\n\n"
                 yield "data: [DONE]\n\n"
             finally:
-                stream.close()  # a client that went away stops the generation here
-                self._end(computed_before, prompt, tokens, "streamed reply")
+                if kept is None:
+                    stream.close()  # a client that went away stops the generation here
+                self._end(computed_before, prompt, tokens, "streamed reply", repeated=kept is not None)
 
 
 class ClosingEventStream(StreamingResponse):
@@ -225,7 +239,8 @@ def build_app(service: ModelService, api_key: str | None, info: dict[str, Any]) 
         busy = service.busy_since
         return {**info, "status": "ok", "busy_s": round(time.monotonic() - busy, 1) if busy else None,
                 "replies": service.replies,
-                "tokens_computed": service.tokens_computed, "prompt_cache": prompt_cache_report(service.llama)}
+                "tokens_computed": service.tokens_computed, "prompt_cache": prompt_cache_report(service.llama),
+                "reply_memo": service.memo.report()}
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
@@ -279,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt-cache-mb", type=int, default=256,
                         help="memory for the states of recent prompts, so that one read before is not read again "
                              "(default: 256; 0: none)")
+    parser.add_argument("--remembered-replies", type=int, default=128,
+                        help="replies kept for requests asked again with temperature 0, which get the same reply "
+                             "without the model (default: 128; 0: none)")
     parser.add_argument("--idle-minutes", type=float, default=30.0, help="exit after this long unused; 0: never")
     parser.add_argument("--exit-with-parent", action="store_true",
                         help="exit when the process that started this one has gone (a `pmc-rag serve` killed -9)")
@@ -314,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
             "load_s": round(time.monotonic() - started, 2)}
     print(f"pmc-rag-llm: loaded {path} in {info['load_s']} s; llama.cpp: {info['system_info']}", flush=True)
-    service = ModelService(llama, args.model)
+    service = ModelService(llama, args.model, ReplyMemo(max_replies=args.remembered_replies))
     server = uvicorn.Server(uvicorn.Config(build_app(service, os.environ.get("PMC_RAG_LLM_API_KEY") or None, info),
                                            host=args.host, port=args.port, log_level="warning"))
 

@@ -10,6 +10,7 @@ ignores unknown top-level keys), and its generator chain talks to that address w
       n_ctx: 4096
       weights: f16     # optional: the weights re-encoded once for faster prompt reading (pmc_rag.models)
       prompt_cache_mb: 256   # optional: memory for recent prompts' states, so one read before is not read again
+      remembered_replies: 128   # optional: replies kept for requests asked again with temperature 0
 
 pmc-rag starts the server when a pipeline that declares it warms up (`ask`, `serve`, `eval`, `setup`), or reuses
 the one already running on that address; `serve` also watches it and restarts it when it dies or stops answering.
@@ -50,10 +51,11 @@ class LocalModelError(RuntimeError):
     """The local model server cannot be used; the message names the cause and the fix."""
 
 
-def _prompt_cache_mb(value: Any, where: str) -> int:
+def _whole_number(section: dict[str, Any], key: str, default: int, what: str, where: str) -> int:
+    value = section.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{where}: `local_model.prompt_cache_mb` must be a whole number of megabytes, 0 or more "
-                         f"(0 keeps no prompts), not {value!r}")
+        raise ValueError(f"{where}: `local_model.{key}` must be a whole number of {what}, 0 or more "
+                         f"(0 keeps none), not {value!r}")
     return value
 
 
@@ -69,6 +71,7 @@ class LocalModelSpec:
     idle_minutes: float = 30.0
     start_timeout: float = 120.0
     prompt_cache_mb: int = 256
+    remembered_replies: int = 128
 
     @classmethod
     def from_yaml(cls, section: Any, where: str) -> LocalModelSpec:
@@ -77,7 +80,7 @@ class LocalModelSpec:
         if not isinstance(section, dict):
             raise ValueError(f"{where}: `local_model` must be a mapping with `model` and `url`")
         unknown = set(section) - {"model", "url", "n_ctx", "model_path", "weights", "idle_minutes", "start_timeout",
-                                  "prompt_cache_mb"}
+                                  "prompt_cache_mb", "remembered_replies"}
         if unknown:
             raise ValueError(f"{where}: `local_model` has unknown key(s) {sorted(unknown)}")
         model = str(section.get("model", ""))
@@ -98,7 +101,9 @@ class LocalModelSpec:
         return cls(model=model, url=url.rstrip("/"), n_ctx=int(section.get("n_ctx", 4096)),
                    model_path=section.get("model_path"), weights=weights, idle_minutes=float(section.get("idle_minutes", 30)),
                    start_timeout=float(section.get("start_timeout", 120)),
-                   prompt_cache_mb=_prompt_cache_mb(section.get("prompt_cache_mb", cls.prompt_cache_mb), where))
+                   prompt_cache_mb=_whole_number(section, "prompt_cache_mb", cls.prompt_cache_mb, "megabytes", where),
+                   remembered_replies=_whole_number(section, "remembered_replies", cls.remembered_replies, "replies",
+                                                    where))
 
     @property
     def port(self) -> int:
@@ -245,7 +250,8 @@ class LocalModelServer:
         # -X faulthandler: a native crash, even while importing, leaves the Python stack in the log.
         command = [*launcher, sys.executable, "-X", "faulthandler", "-m", "pmc_rag.local_llm.server", "--model", self.spec.model,
                    "--host", self.spec.host, "--port", str(self.spec.port), "--n-ctx", str(self.spec.n_ctx),
-                   "--idle-minutes", str(self.spec.idle_minutes), "--prompt-cache-mb", str(self.spec.prompt_cache_mb)]
+                   "--idle-minutes", str(self.spec.idle_minutes), "--prompt-cache-mb", str(self.spec.prompt_cache_mb),
+                   "--remembered-replies", str(self.spec.remembered_replies)]
         if self.spec.model_path:
             command += ["--model-path", str(self.spec.model_path)]
         else:
