@@ -174,6 +174,12 @@ def test_local_model_weights_are_checked_when_the_yaml_is_read():
     for wrong in (-1, "lots", 1.5, True):
         with pytest.raises(ValueError, match="x.yml: `local_model.prompt_cache_mb` must be a whole number"):
             LocalModelSpec.from_yaml({**section, "prompt_cache_mb": wrong}, "x.yml")
+    assert LocalModelSpec.from_yaml(section, "x.yml").remembered_replies == 128
+    assert LocalModelSpec.from_yaml({**section, "remembered_replies": 0}, "x.yml").remembered_replies == 0
+    for wrong in (-1, "all", 2.5, False):
+        with pytest.raises(ValueError, match="x.yml: `local_model.remembered_replies` must be a whole number of "
+                                             "replies, 0 or more"):
+            LocalModelSpec.from_yaml({**section, "remembered_replies": wrong}, "x.yml")
 
 
 def test_two_processes_assembling_one_model_at_once_both_get_the_verified_file(tmp_path):
