@@ -185,7 +185,6 @@ def test_a_prompt_read_before_is_restored_from_the_prompt_cache_not_read_again()
     memo = health()["reply_memo"]
     third, _, computed_third = reply("the prompt cache of test_local_model", seed=2)
     assert third == again and computed_third == 0 and health()["reply_memo"]["hits"] == memo["hits"] + 1
-    assert server.log_tail()[-1].endswith(", repeated"), server.log_tail()[-1]
 
 
 def test_kill_9_mid_answer_is_one_flagged_answer_and_the_next_comes_from_the_restarted_model(client):
