@@ -67,7 +67,8 @@ class CitedAnswerBuilder:
         :param extractive_sentences: How many excerpts the extractive fallback quotes from.
         :param source_id_field: The metadata field holding a document's citation id.
         :param specific_word_max_share: A word is specific when at most this share of the chunks contain it (by
-            the BM25 retriever's `word_shares`): what a follow-up compares with, its answer must speak of.
+            the BM25 retriever's `word_shares`): what a follow-up compares with, its answer must speak of, and a
+            quotation naming more of the question's specific words is chosen first.
         :param show_uncited: Show sentences that carry no citation (after `CitationVerifier` tried to attach one).
             False: they are left out and named in the notes, so every displayed sentence is a checked claim.
         :param verdicts: The model's opening yes/no/maybe. `checked`: shown only on a sentence that is itself a
@@ -148,7 +149,8 @@ class CitedAnswerBuilder:
             closest papers, listed as not answering, and nothing is cited.
         :param why_unanswered: From `RelevanceGate`: why, in words (the note starts with it).
         :param topic_question: For a follow-up answered from its topic's papers: the topic question.
-        :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`).
+        :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`):
+            which are specific (`specific_word_max_share`).
         :param route: The path that answered (`QuestionRouter`): it is named in the answer, and a summary's note
             says which of the paper's passages were read.
         :param uncovered: The compared subjects (or parts of the question) no excerpt names (`ExcerptBalance`):
@@ -236,7 +238,8 @@ class CitedAnswerBuilder:
         elif extractive:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
             claims = (self._extract_per_part(subqueries, subjects or [], documents) if subqueries else []) or \
-                self._extract(question, documents, topic_question, looked_up)
+                self._extract(question, documents, topic_question, looked_up,
+                              specific=self._specific_words(word_shares))
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
                          "the papers' findings instead." if left_out and raw_answer.strip() else
                          "The model's answer could not be checked against the sources, so this answer quotes the "
@@ -456,10 +459,16 @@ class CitedAnswerBuilder:
 
     _MIN_QUOTED_WORDS = 6
 
+    def _specific_words(self, word_shares: dict[str, float] | None) -> set[str]:
+        """The stems of the question's specific words: in at most `specific_word_max_share` of the chunks."""
+        return content_words(" ".join(w for w, share in (word_shares or {}).items()
+                                      if 0 < share <= self.specific_word_max_share))
+
     def _extract(self, question: str, documents: list[Document], topic_question: str | None = None,
-                 looked_up: list[str] | None = None) -> list[dict[str, Any]]:
+                 looked_up: list[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
         """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
-        result, never an aim, a caption, a method or background) that shares the question's words."""
+        result, never an aim, a caption, a method or background) that shares the question's words, its `specific`
+        ones (stems) first."""
         question_words = content_words(question) or {""}
         # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
@@ -478,6 +487,7 @@ class CitedAnswerBuilder:
                          (ask.misleading if ask else set()),
                          "seen": {c["text"] for c in self._quotations(content_words(topic_question), set(), documents,
                                                                       True)}}
+        follow_up["specific"] = specific or set()
         claims = self._quotations(question_words, own_words, documents, findings_only=True, **follow_up)
         # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
         # reader sees what was found (the note says these are passages, not an answer)
@@ -636,14 +646,17 @@ class CitedAnswerBuilder:
 
     def _quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
                     findings_only: bool, ask: Ask | None = None, asked_words: set[str] | None = None,
-                    seen: set[str] | None = None) -> list[dict[str, Any]]:
-        """From each paper, the sentence that shares most of `own_words`, then of `question_words`. For a
-        follow-up, a sentence of the kind its `ask` wants counts as words shared (`Ask.weight`), the follow-up's
-        own words (`asked_words`) come before its topic's, and a sentence in `seen` (the reader has read it) is
-        left out when another speaks to the follow-up."""
+                    seen: set[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
+        """From each paper's running text (never a caption or back matter), the sentence that shares most of
+        `own_words`, then names one of the `specific` ones among `question_words`, then shares most of
+        `question_words`. For a follow-up, a sentence of the kind its `ask` wants counts as words shared
+        (`Ask.weight`), the follow-up's own words (`asked_words`) come before its topic's, and a sentence in `seen`
+        (the reader has read it) is left out when another speaks to the follow-up."""
         claims, first_overlap, seen, asked_words = [], None, seen or set(), asked_words or set()
+        specific = (specific or set()) & question_words
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
-            candidates = [_Candidate.of(sentence, chunk.meta.get("section"), ask) for chunk in chunks
+            candidates = [_Candidate.of(sentence, chunk.meta.get("section"), ask)
+                          for chunk in filter(is_readable_evidence, chunks)
                           for sentence in split_sentences(" ".join((chunk.content or "").split()))]
             # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
             # captions, methods and background, which do not answer anything. Unless a follow-up asks how the
@@ -662,8 +675,14 @@ class CitedAnswerBuilder:
             unread = [c for c in candidates if c.text not in seen]
             if any(own_words & words[c.text] or c.fit for c in unread):
                 candidates = unread
+            # The question's specific words name its subject: "Afatinib resulted in a major improvement ... for
+            # this type of lung cancer" shares three words of "Does erlotinib improve survival in non-small cell
+            # lung cancer?", but not the one that matters. Naming one counts, not how many: the introduction's
+            # "women carrying the D allele of the ACE-I/D polymorphism have higher ACE activity" names one more
+            # than the conclusion on "the ACE D-allele" and preeclampsia.
             best = max(candidates, key=lambda c: (len(own_words & words[c.text]) + c.fit,
                                                   len(asked_words & words[c.text]),
+                                                  bool(specific & words[c.text]),
                                                   min(len(question_words & words[c.text]), 3), c.rank,
                                                   len(question_words & words[c.text]), c.conclusion)).text
             overlap = len(question_words & words[best])

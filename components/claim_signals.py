@@ -71,8 +71,10 @@ _AIM = re.compile(r"^\W*(?:to (?:assess|determine|evaluate|compare|examine|inves
                   r"explore|identify|describe|estimate|measure|review|report)|(?:the|our|this) (?:aim|objective|"
                   r"purpose|goal)s?\b|(?:we|this study|the present study|the study) (?:aimed|sought|set out|"
                   r"examined|assessed|evaluated|investigated|compared|tested|asked)\b|(?:objective|aims?|purpose|"
-                  r"background|introduction)\s*:|(?:this|the|our|the present) (?:study|trial|analysis|review) "
-                  r"(?:was|is) (?:planned|designed|conducted|undertaken|intended) to\b)", re.IGNORECASE)
+                  r"background|introduction)\s*:|(?:this|the|our|the present)(?: [\w-]+){0,3} (?:study|trial|analysis|"
+                  r"review|work) (?:was|is) (?:planned|designed|conducted|undertaken|intended) to\b|"
+                  r"in this (?:study|work|paper|trial),? we (?:have )?(?:explored|aimed|sought|investigated|examined|"
+                  r"assessed|evaluated)\b)", re.IGNORECASE)
 
 
 def states_an_aim(sentence: str) -> bool:
@@ -90,6 +92,15 @@ _METHOD = re.compile(r"\b(?:were (?:randomi[sz]ed|enrolled|recruited|included|as
                      r"randomi[sz]ed|conducted|performed|used|collected|reviewed|analy[sz]ed)|data were|"
                      r"(?:a |this )?(?:retrospective|prospective|cross-sectional) (?:study|review|analysis) of)\b",
                      re.IGNORECASE)
+# In a discussion, sentences that are not the study's own finding: others' work, limitations and what future work
+# needs, and claims to be the first to look ("To our knowledge, our study is the first to rigorously evaluate ...").
+_NOT_ITS_OWN_FINDING = re.compile(
+    r"\b(?:previous(?:ly)?|prior|earlier|other|another|several|many|some|recent|more recent) (?:[\w-]+ )?(?:studies|"
+    r"study|reports?|trials?|authors|investigators|researchers|work|reviews?)\b|\b(?:has|have) (?:also )?been "
+    r"(?:reported|shown|suggested|demonstrated|proposed|described|hypothesi[sz]ed)\b|\bet al\b|\blimitations?\b|"
+    r"\bshortcomings?\b|\bmay not have been\b|\b(?:further|future) (?:studies|research|work|investigations?)\b|"
+    r"\bthe first (?:[\w-]+ ){0,3}to (?:rigorously |systematically )?(?:evaluate|assess|examine|investigate|explore|"
+    r"describe|report|compare|study)\b", re.IGNORECASE)
 _FINDING_WORDS = re.compile(r"\b(?:suggest\w*|conclu\w*|indicat\w*|show\w*|found|demonstrat\w*|associated|"
                             r"significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|lower|higher|no difference|"
                             r"did not|was not|were not|effective|predict\w*|p\s*[<=]|odds ratio|hazard ratio)\b",
@@ -102,10 +113,10 @@ def finding_rank(sentence: str, section: Any) -> int:
     if states_an_aim(sentence) or _CAPTION.match(sentence) or _METHOD.search(sentence):
         return 0
     if FINDINGS_SECTION.search(section):
-        return 2
+        return 1 if _NOT_ITS_OWN_FINDING.search(sentence) else 2
     if _NOT_A_FINDING_SECTION.search(section):
         return 0 if not _FINDING_WORDS.search(sentence) else 1
-    return 2 if _FINDING_WORDS.search(sentence) else 1
+    return 2 if _FINDING_WORDS.search(sentence) and not _NOT_ITS_OWN_FINDING.search(sentence) else 1
 
 
 def check_pairs(claims: list[str], evidence: list[str]) -> None:

@@ -280,6 +280,19 @@ def test_a_follow_ups_quotation_is_chosen_by_its_own_words_first():
     ("Lung cancer is the leading cause of cancer death worldwide.", "Abstract: Background", 0),
     ("Erlotinib prolonged progression-free survival to 11 months.", "Abstract: Results", 2),
     ("First-line erlotinib is a treatment of choice.", "Abstract: Conclusions", 2),
+    # Full-text papers asked in plain words (2026-11-28): an aim, others' work, a limitation and a claim to be the
+    # first were quoted from results, discussion and conclusion sections as if they were the paper's finding.
+    ("This early phase pilot study was undertaken to explore the possibility of RS based diagnosis of asthma.",
+     "Results and Discussion", 0),
+    ("In this study, we have explored the feasibility of detecting asthma through RS of serum.", "Abstract", 0),
+    ("To our knowledge, our study is the first to rigorously evaluate the clinical and economic impact of "
+     "acupuncture and counselling.", "Conclusion", 1),
+    ("Another case report also suggested that an EGFR exon 20 mutation could be suppressed by osimertinib.",
+     "Discussion", 1),
+    ("Several studies, also usually small in size, have reported that carriers of the D allele have higher ACE "
+     "activity.", "Results", 1),
+    ("For this reason HRQL aspects specific for multimorbid patients may not have been captured.", "Discussion", 1),
+    ("Acupuncture and counselling both reduced symptoms of depression at three months.", "Discussion", 2),
 ])
 def test_quotations_are_findings_never_aims_captions_methods_or_background(sentence, section, rank):
     from pmc_rag.components.claim_signals import finding_rank as _finding_rank
@@ -328,6 +341,44 @@ def test_between_sentences_as_close_to_the_question_the_conclusion_is_quoted_not
     answer = CitedAnswerBuilder().run(question="Should we continue to offer second-look laparotomy?",
                                       documents=[objective, results, conclusion], claims=[])["answer"]
     assert answer["answer"].startswith("The second-look laparotomy does not improve survival")
+
+
+def test_a_quotation_is_never_taken_from_back_matter_or_a_caption():
+    # PMC3585041, asked "Is Rift Valley fever virus circulating in sheep in Mozambique?" (2026-11-28): its Author
+    # Summary's background ("Outbreaks of RVF occur sporadically ...") was quoted, though back matter is not read
+    # as evidence anywhere else.
+    paper = {"source_id": "PMC3585041"}
+    summary = Document(id="s", meta={**paper, "section": "Author Summary"}, content=(
+        "Outbreaks of Rift Valley fever in sheep occur sporadically in Mozambique when heavy rains come."))
+    caption = Document(id="t", meta={**paper, "section": "Results", "section_kind": "caption"}, content=(
+        "Rift Valley fever virus antibodies in sheep by district of Mozambique, 2010."))
+    result = Document(id="a", meta={**paper, "section": "Abstract"}, content=(
+        "The results indicate that the virus circulates sub-clinically in small ruminants in Zambezia Province."))
+    question = "Is Rift Valley fever virus circulating in sheep in Mozambique?"
+    answer = CitedAnswerBuilder().run(question=question, documents=[summary, caption, result], claims=[])["answer"]
+    assert answer["answer"].startswith("The results indicate that the virus circulates sub-clinically")
+
+
+def test_a_quotation_names_the_questions_specific_subject_before_sharing_more_of_its_common_words():
+    # The FIELT paper (PMC4816447), asked "Does erlotinib improve survival in non-small cell lung cancer?"
+    # (2026-11-28): its discussion's sentence on afatinib shares three of the question's words and was quoted.
+    paper = {"source_id": "PMC4816447"}
+    afatinib = Document(id="d", meta={**paper, "section": "Discussion"}, content=(
+        "Afatinib resulted in a major improvement in PFS versus the optimal standard chemotherapy (pemetrexed and "
+        "cisplatin) for this type of lung cancer."))
+    erlotinib = Document(id="r", meta={**paper, "section": "Results"}, content=(
+        "The median overall survival with erlotinib was 23 months in the current study."))
+    question = "Does erlotinib improve survival in non-small cell lung cancer?"
+    shares = {"erlotinib": 0.004, "improve": 0.057, "survival": 0.043, "non-small": 0.045, "cell": 0.04,
+              "lung": 0.013, "cancer": 0.062}
+
+    def quoted(word_shares):
+        return CitedAnswerBuilder().run(question=question, documents=[afatinib, erlotinib], claims=[],
+                                        word_shares=word_shares)["answer"]["answer"]
+
+    assert quoted(shares).startswith("The median overall survival with erlotinib was 23 months")
+    # Without the corpus statistics, the most words shared decide, as before.
+    assert quoted(None).startswith("Afatinib resulted in a major improvement")
 
 
 @pytest.mark.parametrize("text, defined", [
