@@ -17,15 +17,16 @@ _REQUEST_WORD = re.compile(r"^(?:summar(?:y|ies|i[sz]e[ds]?|i[sz]ing)|overview|o
                            r"describe|give|tell|list|please|compar(?:e[sd]?|ing|isons?)|contrast(?:s|ed|ing)?|"
                            r"versus|vs|better|worse)$", re.IGNORECASE)
 # Words that join a question's subjects or judge them ("Is hypoxia associated with infection control?", "Does
-# context matter ...?", "Are current guidelines sufficient?"): they name no subject, so they are never specific
-# words, and they end a phrase.
+# context matter ...?", "Are current guidelines sufficient?", "What happens to thyroxine in fish fed PBDE-47?"):
+# they name no subject, so they are never specific words, and they end a phrase.
 _FRAME_WORD = re.compile(r"^(?:associated?|association|affect(?:s|ed|ing)?|effects?|influenc(?:e[sd]?|ing)|"
                          r"impacts?|improv(?:e[sd]?|ing)|reduc(?:e[sd]?|ing)|increas(?:e[sd]?|ing)|"
                          r"decreas(?:e[sd]?|ing)|lower(?:s|ed|ing)?|rais(?:e[sd]?|ing)|predict(?:s|ed|ing|ive|able)?|"
                          r"related?|relationship|linked|causes?|caused|leads?|correlated?|prevents?|prevented|"
                          r"helps?|change[sd]?|differ(?:s|ent)?|depends?|needs?|necessary|useful|safe|effective|"
                          r"efficacious|benefits?|role|value|matters?|sufficient|mandatory|justified|worth(?:while)?|"
-                         r"feasible|possible|reliable|accurate|adequate|appropriate|provides?|option)$",
+                         r"feasible|possible|reliable|accurate|adequate|appropriate|provides?|option|"
+                         r"happen(?:s|ed|ing)?)$",
                          re.IGNORECASE)
 
 

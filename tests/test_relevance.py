@@ -140,6 +140,10 @@ def test_subjects_no_one_paper_names_together_need_a_closer_match_unless_they_ar
     both = excerpt("b", "Statin use was associated with less dementia.", "Statins and cognition", "PMC3", 0.6)
     assert gate.run(documents=[statins, both], scored=[statins, both], word_shares=shares) == {
         "documents": [statins, both]}
+    # a word that frames the question is no subject, however rare in papers ('happens': in 0.04% of the sample's
+    # chunks; "What happens to thyroxine levels in fish fed PBDE-47?" was turned away, 2026-11-28)
+    framed = {"happens": 0.0004, "statins": 0.004, "dementia": 0.005}
+    assert gate.run(documents=[both], scored=[both], word_shares=framed) == {"documents": [both]}
     titled = excerpt("t", "Use was associated with less decline.", "Statins and dementia", "PMC4", 0.6)
     assert "documents" in gate.run(documents=[titled], scored=[titled], word_shares=shares)  # its title names them
     # only the rarest `words_together` must be named together: a third, less rare word may be elsewhere
