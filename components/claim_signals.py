@@ -101,6 +101,11 @@ _NOT_ITS_OWN_FINDING = re.compile(
     r"\bshortcomings?\b|\bmay not have been\b|\b(?:further|future) (?:studies|research|work|investigations?)\b|"
     r"\bthe first (?:[\w-]+ ){0,3}to (?:rigorously |systematically )?(?:evaluate|assess|examine|investigate|explore|"
     r"describe|report|compare|study)\b", re.IGNORECASE)
+# ... unless the sentence says it is the study's own: "notwithstanding the limitations of such a study, we
+# conclude that ...".
+_ITS_OWN_FINDING = re.compile(r"\b(?:we (?:conclude|found|find|show(?:ed)?|demonstrated?|observed)|in conclusion|"
+                              r"our (?:results|findings|data|study|trial) (?:show|suggest|indicate|demonstrate)\w*)\b",
+                              re.IGNORECASE)
 _FINDING_WORDS = re.compile(r"\b(?:suggest\w*|conclu\w*|indicat\w*|show\w*|found|demonstrat\w*|associated|"
                             r"significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|lower|higher|no difference|"
                             r"did not|was not|were not|effective|predict\w*|p\s*[<=]|odds ratio|hazard ratio)\b",
@@ -112,11 +117,12 @@ def finding_rank(sentence: str, section: Any) -> int:
     section = str(section or "")
     if states_an_aim(sentence) or _CAPTION.match(sentence) or _METHOD.search(sentence):
         return 0
+    others = bool(_NOT_ITS_OWN_FINDING.search(sentence)) and not _ITS_OWN_FINDING.search(sentence)
     if FINDINGS_SECTION.search(section):
-        return 1 if _NOT_ITS_OWN_FINDING.search(sentence) else 2
+        return 1 if others else 2
     if _NOT_A_FINDING_SECTION.search(section):
         return 0 if not _FINDING_WORDS.search(sentence) else 1
-    return 2 if _FINDING_WORDS.search(sentence) and not _NOT_ITS_OWN_FINDING.search(sentence) else 1
+    return 2 if _FINDING_WORDS.search(sentence) and not others else 1
 
 
 def check_pairs(claims: list[str], evidence: list[str]) -> None:

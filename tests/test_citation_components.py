@@ -293,6 +293,9 @@ def test_a_follow_ups_quotation_is_chosen_by_its_own_words_first():
      "activity.", "Results", 1),
     ("For this reason HRQL aspects specific for multimorbid patients may not have been captured.", "Discussion", 1),
     ("Acupuncture and counselling both reduced symptoms of depression at three months.", "Discussion", 2),
+    # ... but a conclusion that names its limitations is still the paper's own (dev 401-500, 2026-11-28)
+    ("Notwithstanding the limitations of such a study, we conclude that people with periodontal disease are at "
+     "higher risk of rheumatoid arthritis.", "Abstract: Conclusions", 2),
 ])
 def test_quotations_are_findings_never_aims_captions_methods_or_background(sentence, section, rank):
     from pmc_rag.components.claim_signals import finding_rank as _finding_rank
