@@ -648,8 +648,8 @@ class CitedAnswerBuilder:
                     findings_only: bool, ask: Ask | None = None, asked_words: set[str] | None = None,
                     seen: set[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
         """From each paper's running text (never a caption or back matter), the sentence that shares most of
-        `own_words`, then names one of the `specific` ones among `question_words`, then shares most of
-        `question_words`. For a follow-up, a sentence of the kind its `ask` wants counts as words shared
+        `own_words`, then is a finding naming one of the `specific` ones among `question_words`, then shares most
+        of `question_words`. For a follow-up, a sentence of the kind its `ask` wants counts as words shared
         (`Ask.weight`), the follow-up's own words (`asked_words`) come before its topic's, and a sentence in `seen`
         (the reader has read it) is left out when another speaks to the follow-up."""
         claims, first_overlap, seen, asked_words = [], None, seen or set(), asked_words or set()
@@ -675,14 +675,15 @@ class CitedAnswerBuilder:
             unread = [c for c in candidates if c.text not in seen]
             if any(own_words & words[c.text] or c.fit for c in unread):
                 candidates = unread
-            # The question's specific words name its subject: "Afatinib resulted in a major improvement ... for
-            # this type of lung cancer" shares three words of "Does erlotinib improve survival in non-small cell
-            # lung cancer?", but not the one that matters. Naming one counts, not how many: the introduction's
-            # "women carrying the D allele of the ACE-I/D polymorphism have higher ACE activity" names one more
-            # than the conclusion on "the ACE D-allele" and preeclampsia.
+            # A finding naming one of the question's specific words names its subject: "Afatinib resulted in a
+            # major improvement ... for this type of lung cancer" shares three words of "Does erlotinib improve
+            # survival in non-small cell lung cancer?", but not the one that matters. Naming one counts, not how
+            # many, and only in a finding: the introduction's "women carrying the D allele of the ACE-I/D
+            # polymorphism have higher ACE activity" names one more than the conclusion on "the ACE D-allele" and
+            # preeclampsia, and "The increasing incidence of multidrug resistant tuberculosis ..." is background.
             best = max(candidates, key=lambda c: (len(own_words & words[c.text]) + c.fit,
                                                   len(asked_words & words[c.text]),
-                                                  bool(specific & words[c.text]),
+                                                  c.rank == 2 and bool(specific & words[c.text]),
                                                   min(len(question_words & words[c.text]), 3), c.rank,
                                                   len(question_words & words[c.text]), c.conclusion)).text
             overlap = len(question_words & words[best])

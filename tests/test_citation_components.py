@@ -382,6 +382,20 @@ def test_a_quotation_names_the_questions_specific_subject_before_sharing_more_of
     assert quoted(shares).startswith("The median overall survival with erlotinib was 23 months")
     # Without the corpus statistics, the most words shared decide, as before.
     assert quoted(None).startswith("Afatinib resulted in a major improvement")
+    # Naming the subject helps only a finding: background that names it does not beat a result that does not
+    # (the PLoS meta-analysis of MDR-TB regimens, asked "Which drugs improve treatment success in
+    # multidrug-resistant tuberculosis?", 2026-11-28).
+    tb = {"source_id": "doi:10.1371/journal.pmed.1001300"}
+    background = Document(id="i", meta={**tb, "section": "Introduction"}, content=(
+        "The increasing incidence of multidrug resistant tuberculosis is a major concern for treatment programs."))
+    result = Document(id="r", meta={**tb, "section": "Results"}, content=(
+        "Treatment success was more likely with drugs such as later-generation fluoroquinolones and ethionamide."))
+    answer = CitedAnswerBuilder().run(
+        question="Which drugs improve treatment success in multidrug-resistant tuberculosis?",
+        documents=[background, result], claims=[],
+        word_shares={"drugs": 0.03, "improve": 0.057, "treatment": 0.2, "success": 0.02,
+                     "multidrug-resistant": 0.002, "tuberculosis": 0.008})["answer"]
+    assert answer["answer"].startswith("Treatment success was more likely with drugs such as later-generation")
 
 
 @pytest.mark.parametrize("text, defined", [
