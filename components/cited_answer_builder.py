@@ -68,7 +68,7 @@ class CitedAnswerBuilder:
         :param source_id_field: The metadata field holding a document's citation id.
         :param specific_word_max_share: A word is specific when at most this share of the chunks contain it (by
             the BM25 retriever's `word_shares`): what a follow-up compares with, its answer must speak of, and a
-            quotation naming more of the question's specific words is chosen first.
+            quoted finding naming one of the question's specific words is chosen first.
         :param show_uncited: Show sentences that carry no citation (after `CitationVerifier` tried to attach one).
             False: they are left out and named in the notes, so every displayed sentence is a checked claim.
         :param verdicts: The model's opening yes/no/maybe. `checked`: shown only on a sentence that is itself a
@@ -239,7 +239,7 @@ class CitedAnswerBuilder:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
             claims = (self._extract_per_part(subqueries, subjects or [], documents) if subqueries else []) or \
                 self._extract(question, documents, topic_question, looked_up,
-                              specific=self._specific_words(word_shares))
+                              specific=content_words(" ".join(self._specific_words(word_shares))))
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
                          "the papers' findings instead." if left_out and raw_answer.strip() else
                          "The model's answer could not be checked against the sources, so this answer quotes the "
@@ -430,8 +430,7 @@ class CitedAnswerBuilder:
         of the test conversations for 1 unanswerable one caught."""
         compared = content_words(" ".join(_COMPARED_WITH.findall(question)))
         compared &= _follow_up_words(question, topic_question)
-        new = [w for w, share in (word_shares or {}).items()
-               if share <= self.specific_word_max_share and content_words(w) and content_words(w) <= compared]
+        new = [w for w in self._specific_words(word_shares) if content_words(w) <= compared]
         # Naming it is not comparing with it: "both gefitinib and erlotinib ... outperform chemotherapy" (a paper's
         # background) does not say how erlotinib compares with gefitinib.
         said = content_words(" ".join(c["text"] for c in claims if _COMPARES.search(c["text"])))
@@ -459,10 +458,10 @@ class CitedAnswerBuilder:
 
     _MIN_QUOTED_WORDS = 6
 
-    def _specific_words(self, word_shares: dict[str, float] | None) -> set[str]:
-        """The stems of the question's specific words: in at most `specific_word_max_share` of the chunks."""
-        return content_words(" ".join(w for w, share in (word_shares or {}).items()
-                                      if 0 < share <= self.specific_word_max_share))
+    def _specific_words(self, word_shares: dict[str, float] | None) -> list[str]:
+        """The question's specific words: in at most `specific_word_max_share` of the chunks (stop words aside)."""
+        return [w for w, share in (word_shares or {}).items()
+                if share <= self.specific_word_max_share and content_words(w)]
 
     def _extract(self, question: str, documents: list[Document], topic_question: str | None = None,
                  looked_up: list[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
@@ -487,11 +486,12 @@ class CitedAnswerBuilder:
                          (ask.misleading if ask else set()),
                          "seen": {c["text"] for c in self._quotations(content_words(topic_question), set(), documents,
                                                                       True)}}
-        follow_up["specific"] = specific or set()
-        claims = self._quotations(question_words, own_words, documents, findings_only=True, **follow_up)
+        claims = self._quotations(question_words, own_words, documents, findings_only=True, specific=specific,
+                                  **follow_up)
         # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
         # reader sees what was found (the note says these are passages, not an answer)
-        claims = claims or self._quotations(question_words, own_words, documents, findings_only=False, **follow_up)
+        claims = claims or self._quotations(question_words, own_words, documents, findings_only=False,
+                                            specific=specific, **follow_up)
         naming = self._naming_sentence(own_words, question_words, documents) if looked_up else None
         if naming is None:
             return claims
