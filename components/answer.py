@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class Citation(BaseModel):
@@ -60,8 +60,25 @@ class Reference(BaseModel):
     authors: list[str] = Field(default_factory=list, description="the first authors")
     page: int | None = Field(None, description="the page the supporting sentence is on (documents with pages)")
     collection: str | None = Field(None, description="the user's collection the document belongs to")
+    uploaded_by: str | None = Field(None, description=(
+        "uploaded over HTTP by this key (its id; `local` on a server without keys); null: ingested on the server"))
+    claimed_id: str | None = Field(None, description=(
+        "an upload's own id as its file gives it (e.g. a PMCID), not checked: it is cited by `source_id`"))
     evidence_level: str | None = Field(None, description=(
         "the paper's study design, strongest first: systematic_review, rct, cohort, case_report, review, other"))
+
+    @computed_field(description="where the text came from: `corpus`, a collection made on the server, or an upload "
+                                "(its collection, who uploaded it, the id it claims)")
+    @property
+    def origin(self) -> str:
+        if self.uploaded_by:
+            who = "this machine's user" if self.uploaded_by == "local" else f"key {self.uploaded_by[:8]}"
+            claim = f"; it calls itself {self.claimed_id}, not checked" if self.claimed_id and not \
+                self.claimed_id.startswith("doc:") else ""
+            return f"uploaded to collection {self.collection!r} by {who}{claim}"
+        if self.collection:
+            return f"collection {self.collection!r}, ingested on the server"
+        return "corpus"
 
     def evidence_words(self) -> str | None:
         """The evidence level as a reader says it ("randomised trial"), or None when unknown or `other`."""
@@ -79,11 +96,13 @@ class Reference(BaseModel):
         """`[n] ID · title. journal. year · url`, or `[n] ID · Smith et al. 2020, p. 4 · title` for a document with
         pages: the id right after the number (chat histories are parsed back by it:
         pmc_rag.serving.conversation.numbers_from_history)."""
+        origin = None if self.origin == "corpus" else f"({self.origin})"
         if self.page is not None:
-            return " · ".join(part for part in (f"[{self.number}] {self.source_id}", self.locator(), self.title) if part)
+            return " · ".join(part for part in (f"[{self.number}] {self.source_id}", self.locator(), self.title,
+                                                origin) if part)
         details = ". ".join(str(part) for part in (self.title, self.journal, self.year) if part)
         return " · ".join(part for part in (f"[{self.number}] {self.source_id}", details, self.evidence_words(),
-                                            self.url) if part)
+                                            self.url, origin) if part)
 
 
 EVIDENCE_WORDS = {"systematic_review": "systematic review or meta-analysis", "rct": "randomised trial",
@@ -222,6 +241,8 @@ class Answer(BaseModel):
             where = ref.locator()
             lines.append(f"[{ref.number}] " + ". ".join(p for p in (ref.title or "Untitled abstract", venue, ids, where,
                                                                    ref.evidence_words()) if p))
+            if ref.origin != "corpus":
+                lines.append(f"    {ref.source_id}: {ref.origin}")
             sections = self.cited_sections(ref.number)
             if self.route == "summarise" and sections:
                 lines.append(f"    sections cited: {'; '.join(sections)}")

@@ -20,6 +20,23 @@ from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evi
 from pmc_rag.serving.conversation import follow_up_text
 
 
+def _named_parts(parts: list[str], most_words: int = 8) -> str:
+    """The parts of a question no excerpt names, quoted when short; a long one (which may carry an instruction
+    or a claim injected into the question) is counted, not repeated."""
+    short = [part for part in parts if len(part.split()) <= most_words]
+    named = quoted_words(short) if short else ""
+    long = len(parts) - len(short)
+    return " and ".join(filter(None, [named, f"{long} longer part(s) of the question" if long else ""]))
+
+
+def _kind_of(reason: str) -> str:
+    """What kind of disagreement a claim check found ("negation", "numbers", "words its excerpts lack"), without
+    the claim's own words."""
+    if reason.startswith("names "):
+        return "words its excerpts do not contain"
+    return reason.split(":", 1)[0].strip() or "not supported"
+
+
 def source_link(meta: dict[str, Any]) -> str | None:
     if meta.get("pmcid"):
         return f"https://pmc.ncbi.nlm.nih.gov/articles/{meta['pmcid']}/"
@@ -175,7 +192,7 @@ class CitedAnswerBuilder:
                               word_shares, route, subqueries, subjects, looked_up, key_findings)
         if uncovered and not answer["flags"].get("not_answered"):
             answer["notes"] = [*answer["notes"], (
-                f"No excerpt found names {quoted_words(uncovered)}: the indexed papers do not compare "
+                f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
                 + ("them" if route == "compare" else "or answer that part of the question") + ".")]
         if search_steps:
             answer["notes"] = [*search_steps, *answer["notes"]]
@@ -204,8 +221,8 @@ class CitedAnswerBuilder:
         notes = []
         claims, cut_off = _finished(_once(claims or []), replies)
         if cut_off:
-            notes.append(f"The model's answer was cut off at its length limit: its unfinished last sentence "
-                         f"(\"{cut_off}\") is left out.")
+            notes.append("The model's answer was cut off at its length limit: its unfinished last sentence is left "
+                         "out.")
         claims, left_out, verdict_withheld = self._displayable(question, claims)
         if route == "multi_step" and documents:
             claims, misattributed = _others_cited_to_the_first(claims, documents[0].meta.get(self.source_id_field))
@@ -213,8 +230,10 @@ class CitedAnswerBuilder:
         # the model copies the excerpts' labels ("Abstract: Methods: ..."): the citation names the section
         claims = [{**c, "text": _without_section_label(c["text"], documents)} for c in claims]
         if left_out:
-            notes.append(f"Left out {len(left_out)} sentence(s) that are not supported findings: " + "; ".join(
-                f"\"{text}\" ({why})" for text, why in left_out) + ".")
+            # Described, not quoted: a sentence left out may be a claim injected into the question, and a note is
+            # read as the answer's own words (the JSON's raw_answer has the model's reply as written).
+            notes.append(f"Left out {len(left_out)} sentence(s) of the model's that are not supported findings: " +
+                         "; ".join(dict.fromkeys(why for _, why in left_out)) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
         quoted = self._extract_per_part(subqueries, subjects or [], documents) \
             if route == "compare" and self.comparisons == "quoted" and subqueries else []
@@ -320,9 +339,10 @@ class CitedAnswerBuilder:
             notes.append("Re-cited to the excerpt that supports the claim (the model had cited another paper): " +
                          "; ".join(f"[{c['number']}] instead of {', '.join(c['recited_from'])}" for c in recited) + ".")
         if removed_claims:
-            notes.append(f"Removed {len(removed_claims)} sentence(s) that the cited sources contradict or do not "
-                         "speak of: " + "; ".join(
-                f"\"{r['text']}\" ({r['source_id']}: {r['reason']})" for r in removed_claims) + ".")
+            notes.append(f"Removed {len(removed_claims)} sentence(s) of the model's that the cited sources "
+                         "contradict or do not speak of: " + "; ".join(dict.fromkeys(
+                f"{r['source_id']}: {_kind_of(r['reason'])}" for r in removed_claims)) +
+                         " (the JSON's removed_claims has them).")
         if invalid_citations:
             notes.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
                          f"{', '.join(invalid_citations)}.")
@@ -713,6 +733,7 @@ class CitedAnswerBuilder:
             "url": source_link(meta), "section": evidence_chunk.meta.get("section"), "chunk_id": evidence_chunk.id,
             "evidence": strongest["evidence"], "authors": list(meta.get("authors") or [])[:3],
             "page": evidence_chunk.meta.get("page"), "collection": meta.get("collection"),
+            "uploaded_by": meta.get("uploaded_by"), "claimed_id": meta.get("claimed_id"),
             "evidence_level": meta.get("evidence_level"),
         }
 

@@ -52,6 +52,10 @@ class Article:
     # so the same file always gets the same id, and ingesting it again replaces it.
     doc_id: str | None = None
     collection: str | None = None  # the user's name for a set of documents, to search or delete them together
+    # An upload over HTTP (pmc_rag.ingestion.collections.uploaded_copy): the key's owner id that sent it, and the
+    # id the file gave itself (a PMCID, say), which nothing has checked.
+    uploaded_by: str | None = None
+    claimed_id: str | None = None
 
     @property
     def source_id(self) -> str:
@@ -102,6 +106,7 @@ class Article:
             "source_format": self.source_format,
             "source_file": self.source_file,
             **({"collection": self.collection} if self.collection else {}),
+            **({"uploaded_by": self.uploaded_by, "claimed_id": self.claimed_id} if self.uploaded_by else {}),
         }
 
     def section_documents(self) -> list[Document]:

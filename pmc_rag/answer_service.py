@@ -34,7 +34,7 @@ from pmc_rag.serving.conversation import (conversation_topic, follow_up_text, is
 from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, InputError, SearchFilters, clean_question, fixed_reply,
                                     reads_as_personal, redact_personal_data)
 from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
-from pmc_rag.serving.streaming import CitationStream
+from pmc_rag.serving.streaming import AnswerProgress
 
 log = logging.getLogger("pmc_rag.serve")
 
@@ -88,17 +88,22 @@ class AnswerService:
 
     def answer(self, question: Any, filters: SearchFilters | dict | None = None, top_k: int | None = None,
                conversation_id: str | None = None, *, history: tuple[list[str], dict[str, int]] | None = None,
-               stream: CitationStream | None = None, on_token: Any = None) -> Answer:
+               stream: AnswerProgress | None = None, on_token: Any = None, access: dict | None = None) -> Answer:
         """
         The whole answering flow for one question.
 
         :param history: A resent chat's earlier (queries, citation numbers), when there is no conversation id.
-        :param stream: Told the conversation's citation numbers and the excerpts, to check streamed citations.
+        :param access: What the caller may read (a Haystack filter, pmc_rag.serving.access), joined to `filters`
+            for every search; None: everything.
+        :param stream: Told the conversation's citation numbers and the excerpts (to report progress).
         :param on_token: Called with each generated token.
         """
         started = time.perf_counter()
         question, redacted = self.checked(question)
         haystack_filters = to_haystack_filters(filters)
+        if access is not None:
+            haystack_filters = access if not haystack_filters else {"operator": "AND",
+                                                                    "conditions": [haystack_filters, access]}
         if conversation_id is not None and not (0 < len(conversation_id) <= 100 and conversation_id.isprintable()):
             raise InputError("`conversation_id` must be the id a previous answer returned")
         fixed = _fixed(question, redacted, started)
@@ -121,7 +126,7 @@ class AnswerService:
             raise unavailable(self.name, error) from error
 
     def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
-                top_k: int | None, conversation_id: str | None, history: Any, stream: CitationStream | None,
+                top_k: int | None, conversation_id: str | None, history: Any, stream: AnswerProgress | None,
                 on_token: Any) -> Answer:
         state = self._conversation(conversation_id)
         if history is not None:
@@ -192,7 +197,7 @@ class AnswerService:
                                      "`conversation_id` its answer returns.") from None
 
     def _run(self, query: str, haystack_filters: dict | None, top_k: int | None, state: ConversationState,
-             stream: CitationStream | None, on_token: Any, papers: list[str]) -> dict[str, Any]:
+             stream: AnswerProgress | None, on_token: Any, papers: list[str]) -> dict[str, Any]:
         self.warm_up()
         inputs = {"top_k": top_k}
         if "carried_chunk_ids" in self.pipeline.inputs:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from pmc_rag.environment import ALLOWED_MODULES
-from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server
+from pmc_rag.local_llm.supervisor import ForeignModelServer, LocalModelError, LocalModelSpec, local_model_server
 from pmc_rag.local_llm.supervisor import api_key as local_llm_api_key
 from pmc_rag.paths import PIPELINES_DIR
 from pmc_rag.pipeline_files import PipelineFileError, resolve_pipeline_spec
@@ -105,6 +105,8 @@ class DeclaredPipeline:
         if self.local_model is not None:
             try:
                 local_model_server(self.local_model).ensure_running()
+            except ForeignModelServer:
+                raise  # its generator would send every prompt to another data folder's server: stop, and say so
             except LocalModelError as error:
                 logging.getLogger("pmc_rag").warning("%s", error)
         for name in self.pipeline.graph.nodes:

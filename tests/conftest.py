@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import time
 import uuid
 import warnings
 from pathlib import Path
@@ -133,6 +136,37 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def start_server(serve_config, port: int, env: dict) -> subprocess.Popen:
+    """`pmc-rag serve` with this hayhooks.yml on this port, in a process of its own; returned once the port is open."""
+    process = subprocess.Popen([sys.executable, "-m", "pmc_rag.cli", "serve", "--config", str(serve_config),
+                                "--port", str(port)], cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stdout.read()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.5)
+    process.kill()
+    raise AssertionError("server did not start in 240 s")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+# What in-process test clients address requests to: the server answers only names it was started with (a test
+# client's default, "testserver", is refused as a browser on a rebound DNS name would be).
+LOCAL_BASE_URL = "http://127.0.0.1:1416"
 
 
 # The tests' local model server listens here, never on the 1417 of a server the user may be running.

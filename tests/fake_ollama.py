@@ -54,6 +54,7 @@ class FakeOllama(FakeHTTPServer):
         self.json_reply = json.dumps({"statements": ["first claim", "second claim"], "statement_scores": [1, 0]})
         self.requests: list[dict[str, Any]] = []
         self.hang_s = 0.0  # > 0: chat requests are held this long before any answer (a hung Ollama)
+        self.reply: str | None = None  # set: every chat request gets this reply (an injected claim, say)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -88,8 +89,8 @@ class FakeOllama(FakeHTTPServer):
                     time.sleep(fake.hang_s)
                     return
                 prompt = "\n".join(m.get("content", "") for m in request.get("messages", []))
-                reply = fake.json_reply if request.get("format") == "json" else \
-                    fake_minicheck(prompt) or fake_reply(prompt)
+                reply = fake.reply or (fake.json_reply if request.get("format") == "json" else
+                                       fake_minicheck(prompt) or fake_reply(prompt))
                 final = {"model": fake.model, "created_at": "2026-01-01T00:00:00Z", "done": True,
                          "done_reason": "stop", "prompt_eval_count": len(prompt.split()),
                          "eval_count": len(reply.split())}

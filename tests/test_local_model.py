@@ -21,7 +21,8 @@ import yaml
 from pmc_rag.local_llm.supervisor import (API_KEY_ENV, LocalModelServer, LocalModelSpec, api_key, local_model_server,
                                           started_servers)
 
-from conftest import PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for, rag_llm_spec
+from conftest import (LOCAL_BASE_URL, PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for,
+                      rag_llm_spec)
 
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 TABLE = SAMPLE_TABLE  # read only
@@ -68,7 +69,7 @@ def client(folder):
     path = folder / "hayhooks.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     the_server().stop()  # one started by another test's `pmc-rag` process: this app starts (and owns) its own
-    with TestClient(build_app(load_serve_config(path))) as test_client:
+    with TestClient(build_app(load_serve_config(path)), base_url=LOCAL_BASE_URL) as test_client:
         yield test_client
 
 
@@ -279,7 +280,7 @@ def test_a_model_that_cannot_start_is_named_with_its_fix_in_notes_and_health(fol
         {"name": "rag", "pipeline": str(rag_variant(folder, "rag_broken", broken)), "kind": "answer"}]}
     path = folder / "hayhooks_broken.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    with TestClient(build_app(load_serve_config(path))) as client:  # the server starts all the same
+    with TestClient(build_app(load_serve_config(path)), base_url=LOCAL_BASE_URL) as client:  # the server starts all the same
         watched = [server for server in started_servers() if server.spec.url == url]
         assert len(watched) == 1 and watched[0].watching   # it is tried again now and then while the app serves
         health = client.get("/health")

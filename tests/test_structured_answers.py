@@ -11,7 +11,6 @@ from haystack.dataclasses import ChatMessage
 from pmc_rag.components.remembering_fallback_chat_generator import for_generator
 from pmc_rag.components.structured_answer_reader import StructuredAnswerReader, structured_text
 from pmc_rag.components.structured_answer_schema import StructuredAnswerSchema
-from pmc_rag.serving.streaming import StructuredTokens
 
 EXCERPTS = [Document(content="a", meta={"source_id": "PMC4816447"}), Document(content="b", meta={"source_id": "PMC4816447"}),
             Document(content="c", meta={"source_id": "PMID:15703931"})]
@@ -41,17 +40,6 @@ def test_the_reply_is_read_back_as_cited_text_even_when_cut_off():
     assert read.meta == {"model": "m", "structured_answer": True} and read.text.startswith("Yes. Erlotinib")
     free = StructuredAnswerReader().run(replies=[ChatMessage.from_assistant("Yes, it works [PMC1].")])["replies"][0]
     assert free.text == "Yes, it works [PMC1]." and free.meta["structured_answer"] is False
-
-
-def test_streamed_json_reaches_the_chat_as_text_and_free_text_passes_through():
-    tokens = StructuredTokens()
-    pieces = ['{"verdict": "no", "sen', 'tences": [{"text": "It did not', ' work.", "cite": "PMC1"}', ', {"text": "X',
-              '.", "cite": "PMC2"}', "]}"]
-    shown = [tokens.feed(p) for p in pieces]
-    assert "".join(shown) == "No. It did not work [PMC1]. X [PMC2]." and "{" not in "".join(shown)
-    assert shown[0] == "" and shown[2] == "No. It did not work [PMC1]."
-    free = StructuredTokens()
-    assert "".join(free.feed(p) for p in [" ", "Yes", ", it works."]) == " Yes, it works."
 
 
 def test_ollama_gets_the_schema_as_its_format_on_a_copy():

@@ -51,6 +51,11 @@ class LocalModelError(RuntimeError):
     """The local model server cannot be used; the message names the cause and the fix."""
 
 
+class ForeignModelServer(LocalModelError):
+    """A pmc-rag model server of another data folder (PMC_RAG_HOME) holds the address: it refuses this one's key,
+    and no prompt of this one's may go there."""
+
+
 def _whole_number(section: dict[str, Any], key: str, default: int, what: str, where: str) -> int:
     value = section.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -170,9 +175,11 @@ class LocalModelServer:
                 report = json.loads(response.read())
         except HTTPError as error:
             if error.code == 401:
-                raise LocalModelError(
-                    f"another pmc-rag model server with a different key runs on {self.spec.url} (its home is not "
-                    f"{home()}): stop it, or change `local_model.url` in the YAML") from None
+                raise ForeignModelServer(
+                    f"another pmc-rag model server, started from another data folder (PMC_RAG_HOME), answers on "
+                    f"{self.spec.url} and refuses this one's key: stop it (`pmc-rag model stop` with that "
+                    f"PMC_RAG_HOME), or give `local_model.url` and the generator's `api_base_url` another port in "
+                    f"the pipeline YAML") from None
             return None
         except (OSError, ValueError):
             return None
@@ -294,8 +301,8 @@ class LocalModelServer:
         self.process.wait(timeout=10)
         self.process = None
         raise LocalModelError(
-            f"the local model server did not answer within {self.spec.start_timeout:g} s of starting (log: "
-            f"{self.log_path}); raise `local_model.start_timeout` in the YAML on a slow machine")
+            f"the local model server did not answer within {self.spec.start_timeout:g} s of starting (its log: "
+            f"`pmc-rag model status`); raise `local_model.start_timeout` in the YAML on a slow machine")
 
     def _model_file(self) -> str | None:
         """The GGUF the server will load, if it is in place (the fast build's trial loads it)."""
@@ -323,8 +330,8 @@ class LocalModelServer:
         else:
             cause = f"it exited with status {code}" + (f": {lines[-1]}" if lines else "")
             fix = "see the log"
-        return (f"the local model server ({self.spec.model}) could not start: {cause}. Fix: {fix}; log: "
-                f"{self.log_path}. Answers quote passages until it runs.")
+        return (f"the local model server ({self.spec.model}) could not start: {cause}. Fix: {fix}; "
+                f"`pmc-rag model status` shows its log. Answers quote passages until it runs.")
 
     def smoke_test(self, max_tokens: int = 16) -> tuple[float, float]:
         """Have the server write a few tokens; return (seconds, generated tokens per second).
@@ -348,7 +355,7 @@ class LocalModelServer:
             else:
                 cause, fix = f"{type(error).__name__}: {error}", "see the log"
             self.problem = (f"the local model server ({self.spec.model}) failed its first answer: {cause}. Fix: "
-                            f"{fix}; log: {self.log_path}. Answers quote passages until it runs.")
+                            f"{fix}; `pmc-rag model status` shows its log. Answers quote passages until it runs.")
             raise LocalModelError(self.problem) from None
         seconds = time.monotonic() - started
         tokens = (reply.get("usage") or {}).get("completion_tokens") or 0
@@ -422,12 +429,13 @@ class LocalModelServer:
             if what.startswith("the local model server"):
                 return what
             return (f"The local model server ({self.spec.model}) stopped while answering: {what}. It is restarted "
-                    f"for the next question; log: {self.log_path}.")
+                    "for the next question; `pmc-rag model status` on the server shows its log.")
         if self.problem:
             return self.problem
         if self._safe_health(timeout=1.0) is None:
             return (f"The local model server ({self.spec.model}) stopped or stopped answering; it is restarted "
-                    f"(at once if it has gone, after three unanswered checks if it hangs); log: {self.log_path}.")
+                    "(at once if it has gone, after three unanswered checks if it hangs); `pmc-rag model status` on "
+                    "the server shows its log.")
         return None
 
     # -- watching -------------------------------------------------------------------------------------------------
@@ -476,7 +484,9 @@ class LocalModelServer:
                 log.exception("checking the local model server failed")
 
     def check_once(self, hung_after_checks: int = 3, retry_start_after: float = 60.0) -> None:
-        """One watcher step: note the health, restart a dead server, kill and restart a hung one."""
+        """One watcher step: note the health, restart a dead server, kill and restart a hung one (counted in
+        `restarts`); start one that never ran, now and then, when it could not start (not counted)."""
+        restarting = self.process is not None  # ours ran: what follows is a restart, not another try to start
         report = self._safe_health()
         self._cached_health = report
         if report:
@@ -501,7 +511,7 @@ class LocalModelServer:
         elif not self.may_try_start(retry_start_after):
             return  # it could not start; /health and the answers' notes say why; tried again now and then
         self._unanswered_checks = 0
-        self.restarts += 1
+        self.restarts += restarting
         with contextlib.suppress(LocalModelError):
             self.ensure_running()
         self._cached_health = self._safe_health()

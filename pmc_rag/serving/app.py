@@ -33,8 +33,9 @@ from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_
 from pmc_rag.paths import home
 from pmc_rag.pipelines import pipeline_spec
 from pmc_rag.serving import endpoints
+from pmc_rag.serving.browsers import BrowserPolicy
 from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_owner, current_request_id,
-                                    internal_error_detail, owner_of)
+                                    internal_error_detail, keys_in_use, owner_of)
 from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
 from pmc_rag.serving.mcp_tools import mount_mcp
@@ -93,6 +94,7 @@ def build_app(config: ServeConfig) -> FastAPI:
     endpoints.ACTIVE_CONFIG = config
     from hayhooks.server.app import create_app
 
+    log_fields_safely()
     app = create_app()
     for endpoint in config.endpoints:
         if not endpoint.rest:
@@ -145,13 +147,17 @@ def _add_routes(app: FastAPI, config: ServeConfig) -> None:
 
     # Ahead of Hayhooks' own /v1/models, which lists every pipeline, chat or not.
     app.router.routes.insert(0, Route("/v1/models", list_chat_models, methods=["GET"]))
+    # Hayhooks' own would answer "processed" and store nothing (files), or an error with no word of what to use.
+    for path, instead in _NOT_SUPPORTED.items():
+        app.router.routes.insert(0, Route(path, _not_supported(path, instead), methods=["GET", "POST"]))
     app.router.routes.insert(0, Route("/models", list_chat_models, methods=["GET"]))
     app.add_api_route("/health", health, methods=["GET"], summary="Database, models and generators reachable?")
     for endpoint in config.endpoints:
         if endpoint.kind == "answer" and endpoint.rest:
             app.add_api_route(f"/{endpoint.name}/stream", _answer_stream(app, config, endpoint.name), methods=["POST"],
-                              summary=f"{endpoint.name}, streamed: the answer's text as it is written, then the "
-                                      "answer object (JSON lines)")
+                              summary=f"{endpoint.name}, streamed (JSON lines): {{\"status\": ...}} while the answer "
+                                      "is made, then its checked sentences ({\"sentence\": ...}), then {\"answer\": "
+                                      "the answer object} or {\"error\": ...}")
     answering = [e.name for e in config.endpoints if e.kind == "answer" and e.rest]
     if answering:
         page = page_html(answering[0])
@@ -162,9 +168,25 @@ def _add_routes(app: FastAPI, config: ServeConfig) -> None:
         app.router.routes.insert(0, Route("/", home_page, methods=["GET"]))
 
 
+_UPLOADS_INSTEAD = ("to add documents, send them to POST /collections/<name>/documents (PDF, .txt/.md, "
+                    "PMC/PubMed XML), then ask with filters {\"collections\": [\"<name>\"]}")
+_CHAT_INSTEAD = "ask through POST /v1/chat/completions (GET /v1/models lists the models) or POST /<endpoint>/run"
+_NOT_SUPPORTED = {"/v1/files": _UPLOADS_INSTEAD, "/files": _UPLOADS_INSTEAD,
+                  "/v1/responses": _CHAT_INSTEAD, "/responses": _CHAT_INSTEAD}
+
+
+def _not_supported(path: str, instead: str) -> Any:
+    async def answer(request: Any = None) -> JSONResponse:
+        return JSONResponse({"detail": f"{path} is not supported by pmc-rag; {instead}"}, status_code=501)
+
+    return answer
+
+
 def _answer_stream(app: FastAPI, config: ServeConfig, name: str) -> Any:
-    """POST /<endpoint>/stream: the REST request's fields; the reply is JSON lines: {"token": text} while the model
-    writes (citations already numbered), then {"answer": the answer object} or {"error": what went wrong}."""
+    """POST /<endpoint>/stream: the REST request's fields; the reply is JSON lines: {"status": text} while the answer
+    is made (searching, reading, writing and checking), then {"sentence": text} for each sentence of the checked
+    answer, then {"answer": the answer object}; or {"error": what went wrong}. The model's unchecked words are never
+    sent (see AnswerEndpoint.answer_pieces)."""
 
     async def stream(request: Request) -> StreamingResponse:
         data = await request.json()
@@ -176,13 +198,7 @@ def _answer_stream(app: FastAPI, config: ServeConfig, name: str) -> Any:
 
         def lines() -> Any:
             for kind, value in pieces:
-                if kind == "answer":
-                    rest = pieces.stream.finish()
-                    if rest:
-                        yield json.dumps({"token": rest}) + "\n"
-                    value = {"answer": value.model_dump(mode="json")}
-                else:
-                    value = {kind: value}
+                value = {"answer": value.model_dump(mode="json")} if kind == "answer" else {kind: value}
                 yield json.dumps(value) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
@@ -254,6 +270,7 @@ class RequestGate:
         self.run_paths = {f"/{e.name}/{route}": e for e in config.endpoints if e.rest
                           for route in (("run", "stream") if e.kind == "answer" else ("run",))}
         self.chat_models = {e.name for e in config.endpoints if e.chat}
+        self.browsers = BrowserPolicy(config.host, config.allowed_hosts, config.cors_origins)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -266,15 +283,31 @@ class RequestGate:
         send = _with_request_id(send, request_id, f"{scope['method']} {scope['path']}")
         path = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        # Before the key: a page elsewhere (or a rebound DNS name) is refused whether or not it guessed a key.
+        refused = self.browsers.host_refusal(headers)
+        if refused:
+            await _reject(send, 421, refused)
+            return
+        refused = self.browsers.origin_refusal(scope["method"], headers)
+        if refused:
+            await _reject(send, 403, refused)
+            return
         # Every route needs a key when keys are set, /health too: it names the database, models and their logs.
-        presented = headers.get("authorization", "").removeprefix("Bearer ").strip()
+        presented = bearer_token(headers.get("authorization", ""))
         page = scope["method"] == "GET" and path == "/"  # the page holds no data; it asks for the key itself
         if self.api_keys and presented not in self.api_keys and not page:
             await _reject(send, 401, f"missing or wrong API key: send 'Authorization: Bearer <key>' "
                                      f"(the key is in {self.config.api_key_env} on the server)")
             return
+        if path == "/mcp" and "mcp-session-id" in headers:
+            # Stateless: every MCP request is checked by its own key and runs as it; a session id would suggest
+            # that one key's session could be carried on with another.
+            await _reject(send, 400, "this MCP server is stateless and issues no sessions: send requests without "
+                                     "an Mcp-Session-Id header (each is checked by its own API key)")
+            return
         current_owner.set(owner_of(presented if self.api_keys else None))  # whose conversations these are
-        if scope["method"] != "POST":
+        keys_in_use.set(bool(self.api_keys))
+        if scope["method"] not in ("POST", "PUT"):
             await self.app(scope, receive, send)
             return
         upload = path.startswith("/collections/")
@@ -337,6 +370,12 @@ class RequestGate:
             if isinstance(message, dict) and isinstance(message.get("content"), str):
                 message["content"] = redact_personal_data(message["content"])[0]
         return json.dumps(data).encode()
+
+
+def bearer_token(authorization: str) -> str:
+    """The key of an `Authorization: Bearer <key>` header; "" for any other form (a bare key, Basic, ...)."""
+    scheme, _, token = authorization.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 _ROLES = {"system", "user", "assistant", "developer", "tool"}
@@ -411,15 +450,15 @@ async def _run_watching_for_disconnect(app: Any, scope: dict, body: bytes, recei
 
 
 def _with_request_id(send: Any, request_id: str, what: str) -> Any:
-    """`send`, adding an X-Request-ID header to the response, and replacing any 5xx but our own 503s and 504s
-    and 507s (whose messages are written for clients) by one that shows no internals (Hayhooks' own 500s carry
+    """`send`, adding an X-Request-ID header to the response, and replacing any 5xx but 501s and our own 503s,
+    504s and 507s (whose messages are written for clients) by one that shows no internals (Hayhooks' own 500s carry
     exception text)."""
     replaced = False
 
     async def send_checked(message: dict) -> None:
         nonlocal replaced
         if message["type"] == "http.response.start":
-            if message["status"] >= 500 and message["status"] not in (503, 504, 507):
+            if message["status"] >= 500 and message["status"] not in (501, 503, 504, 507):
                 replaced = True
                 log.error("%s status=%d request_id=%s (the client was shown no details)", what, message["status"],
                           request_id)
@@ -546,6 +585,36 @@ def _use_torch_threads(config: ServeConfig) -> None:
         # Requests run side by side in threads: one thread each keeps every core busy with whole requests, where
         # several threads per small matrix product mostly wait for each other (measured: README, "Throughput").
         torch.set_num_threads(config.torch_threads)
+
+
+def log_fields_safely() -> None:
+    """Hayhooks logs each request's fields with its line, in a coloured format that reads '<...>' as markup: a
+    question holding "<>" broke the line, and a 60 KB field was written whole. Each field is logged shortened, with
+    its angle brackets shown as ‹ ›."""
+    from loguru import logger
+
+    logger.configure(patcher=_loggable_extras)
+
+
+def _loggable_extras(record: Any) -> None:
+    for name, value in list(record["extra"].items()):
+        if name != "request_id":
+            record["extra"][name] = _Shown(loggable(value))
+
+
+def loggable(value: Any, limit: int = 300) -> str:
+    """A value as a log line may show it: its repr, at most `limit` characters, no angle brackets."""
+    text = repr(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} characters)"
+    return text.replace("<", "‹").replace(">", "›")
+
+
+class _Shown(str):
+    """A string whose repr is itself (Hayhooks' format writes each field's repr)."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 def _log_requests() -> None:

@@ -16,6 +16,10 @@ import threading
 import time
 
 current_owner: contextvars.ContextVar[str] = contextvars.ContextVar("pmc_rag_conversation_owner", default="")
+# Whether the server takes API keys: with them, uploaded collections belong to keys and are read by their readers;
+# without them (on loopback only), every caller is this machine's user ("local") and reads everything.
+keys_in_use: contextvars.ContextVar[bool] = contextvars.ContextVar("pmc_rag_keys_in_use", default=False)
+LOCAL_OWNER = "local"
 # The id the gate gives each request: in its log lines, its X-Request-ID header, and any 5xx it gets.
 current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("pmc_rag_request_id", default="-")
 
@@ -24,6 +28,11 @@ def internal_error_detail() -> str:
     """What a client is told of an unexpected failure: no internals, only where the operator can look."""
     return (f"Internal error (request id {current_request_id.get()}); the server's log has the details under "
             "that id.")
+
+
+def current_uploader() -> str:
+    """Who owns what this request uploads: its key's owner id, or "local" on a server without keys."""
+    return current_owner.get() if keys_in_use.get() else LOCAL_OWNER
 
 
 def owner_of(api_key: str | None) -> str:

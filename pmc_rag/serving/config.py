@@ -53,6 +53,9 @@ class ServeConfig:
     follow_ups_from_topic_papers: bool = True  # a follow-up is answered from the papers its topic question cited
     cache_entries: int = 1000
     cors_origins: tuple[str, ...] = ()  # web pages (origins) allowed to call the server from a browser
+    # Host names (the `Host` header) requests may come addressed to, besides the loopback names and `host`: a
+    # name this machine is reached by (behind a proxy, on a LAN). Anything else is a 421 (DNS rebinding).
+    allowed_hosts: tuple[str, ...] = ()
     max_running_answers: int = 2        # answers generated at once; retrieval and cached answers do not count
     max_queued_answers: int = 8         # answers waiting for a turn; beyond this, 503 with Retry-After
     max_queue_wait_s: float = 60        # an answer that waited this long for a turn gets 503 instead
@@ -120,6 +123,7 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         follow_ups_from_topic_papers=_flag(conversations, "follow_ups_from_topic_papers", True, source),
         cache_entries=int(_number(cache, "max_entries", 1000, source, "cache")),
         cors_origins=_origins(server, source),
+        allowed_hosts=_hosts(server, source),
         max_running_answers=max(1, int(_number(server, "max_running_answers", 2, source, "server"))),
         max_queued_answers=int(_number(server, "max_queued_answers", 8, source, "server")),
         max_queue_wait_s=float(_number(server, "max_queue_wait_s", 60, source, "server")),
@@ -153,6 +157,15 @@ def _origins(server: dict, source: Path) -> tuple[str, ...]:
         raise ServeConfigError(f"{source}: `server.cors_origins` must be a list of origins such as "
                                "\"http://localhost:3000\" (scheme and host, no path), or [\"*\"] for any page")
     return tuple(origins)
+
+
+def _hosts(server: dict, source: Path) -> tuple[str, ...]:
+    hosts = server.get("allowed_hosts") or []
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and re.fullmatch(r"[A-Za-z0-9.:\[\]-]+|\*", h)
+                                              for h in hosts):
+        raise ServeConfigError(f"{source}: `server.allowed_hosts` must be a list of host names such as "
+                               "\"pmc-rag.lab.example\" or \"10.0.0.5\" (no scheme, no port), or [\"*\"] for any")
+    return tuple(h.lower() for h in hosts)
 
 
 def _section(data: dict, key: str, source: Path) -> dict:

@@ -30,6 +30,7 @@ from pmc_rag.components.store_connection import connect, on_primary
 from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.pipelines import document_store_of, load_declared_pipeline
+from pmc_rag.serving.access import access_filter, with_access
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_request_id, internal_error_detail
@@ -38,7 +39,7 @@ from pmc_rag.serving.conversation import cited_per_turn_from_history, numbers_fr
 from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
 from pmc_rag.serving.history import ConversationStore
 from pmc_rag.serving.open_webui import source_events, wants_source_events
-from pmc_rag.serving.streaming import CitationStream, StructuredTokens
+from pmc_rag.serving.streaming import AnswerProgress
 
 log = logging.getLogger("pmc_rag.serve")
 
@@ -81,6 +82,11 @@ class _Endpoint(BasePipelineWrapper):
         self.declared.warm_up()  # models load now, before the port opens; a local model server starts
         # (build_app watches the model servers while the app serves)
         self.history = ConversationStore(self.connection_string, self.config.retention_days)
+        self.document_store = store
+
+    def access(self) -> dict[str, Any] | None:
+        """What this request's key may read (pmc_rag.serving.access); None: everything."""
+        return access_filter(self.document_store)
 
     def _unavailable(self, error: Exception) -> HTTPException:
         return unavailable(self.spec.name, error, self.connection_string)
@@ -98,7 +104,7 @@ class RetrievalEndpoint(_Endpoint):
         """
         question, _ = redact_personal_data(clean_question(question, self.config.max_question_chars))
         started = time.perf_counter()
-        haystack_filters = to_haystack_filters(filters)
+        haystack_filters = with_access(to_haystack_filters(filters), self.document_store)
         try:
             documents = self.declared.run(question=question, filters=haystack_filters, top_k=top_k)["documents"]
             took = round((time.perf_counter() - started) * 1000, 1)
@@ -151,7 +157,7 @@ class AnswerEndpoint(_Endpoint):
         :param top_k: How many excerpts the answer may draw on (1-50; default: the pipeline's).
         :param conversation_id: The id a previous answer returned, to ask a follow-up in that conversation.
         """
-        return self.service.answer(question, filters, top_k, conversation_id)
+        return self.service.answer(question, filters, top_k, conversation_id, access=self.access())
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict, headers: Headers | None = None
                             ) -> str | Generator:
@@ -162,7 +168,7 @@ class AnswerEndpoint(_Endpoint):
         question, conversation_id, history = self._chat_request(messages, body)
         if not body.get("stream"):
             answer = self.service.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
-                                         history=history)
+                                         history=history, access=self.access())
             return chat_text(answer, streamed="")
         return self._stream(question, body, conversation_id, history, wants_source_events(headers, body))
 
@@ -184,43 +190,46 @@ class AnswerEndpoint(_Endpoint):
 
     def _stream(self, question: str, body: dict, conversation_id: str | None, history: Any,
                 with_sources: bool = False) -> Generator:
-        """The chat stream: the displayed tokens, then the notes and references (or the error) as text, then
-        Open WebUI's source events if asked for."""
+        """The chat stream: nothing the checks have not passed. While the answer is made, Open WebUI gets status
+        events (other clients, nothing: their transcript keeps every word sent); then the checked answer with its
+        notes and references (or the error) as text, then Open WebUI's source events if asked for."""
         pieces = self.answer_pieces(question, body.get("filters"), body.get("top_k"), conversation_id, history)
 
         def chat() -> Generator[Any, None, None]:
             for kind, value in pieces:
-                if kind == "token":
-                    yield value
-                elif kind == "error":
-                    yield f"\n\nError: {value}"
-                else:
-                    stream = pieces.stream
-                    yield stream.finish() + chat_text(value, streamed=stream.shown)
+                if kind == "status":
                     if with_sources:
-                        yield from source_events(value, stream.numbers)
+                        yield status_event(value)
+                elif kind == "error":
+                    if with_sources:
+                        yield status_event("not answered", done=True)
+                    yield f"Error: {value}"
+                elif kind == "answer":
+                    if with_sources:
+                        yield status_event("answered", done=True)
+                    yield chat_text(value, streamed="")
+                    if with_sources:
+                        yield from source_events(value, pieces.stream.numbers)
 
         return chat()
 
     def answer_pieces(self, question: str, filters: Any, top_k: int | None, conversation_id: str | None,
                       history: Any = None) -> AnswerPieces:
-        """Answers in a thread and yields ("token", displayed text) while the model writes, then ("answer",
-        Answer) or ("error", what to tell the client). Refuses with 503, before anything starts, when the answer
-        queue is full."""
+        """Answers in a thread and yields ("status", what it is doing: searching, reading n passages, writing),
+        then ("sentence", each sentence of the checked answer) and ("answer", Answer), or ("error", what to tell
+        the client). The model's own words are never yielded: a sentence the checks would remove (an injected
+        claim, an uncited verdict) must not reach a reader first. Refuses with 503, before anything starts, when
+        the answer queue is full."""
         self.service.slots.refuse_when_full()  # said now, as a 503, while the response has not started yet
         pieces: queue.Queue = queue.Queue()
-        stream = CitationStream({})
-        structured = StructuredTokens()  # a structured (JSON) answer streams as the text it stands for
-
-        def on_token(chunk: Any) -> None:
-            shown = stream.feed(structured.feed(chunk.content or ""))
-            if shown:
-                pieces.put(shown)
+        stream = AnswerProgress({}, pieces.put)
+        access = self.access()
 
         def work() -> None:
             try:
+                pieces.put(("status", "searching the papers"))
                 answer = self.service.answer(question, filters, top_k, conversation_id, history=history,
-                                             stream=stream, on_token=on_token)
+                                             stream=stream, on_token=stream.on_token, access=access)
                 pieces.put(("done", answer))
             except Exception as error:  # reported in the stream: the HTTP status is already sent
                 pieces.put(("error", error))
@@ -232,23 +241,24 @@ class AnswerEndpoint(_Endpoint):
 
 
 class AnswerPieces:
-    """The items of a streamed answer (see AnswerEndpoint.answer_pieces); `stream` has the displayed text and
-    the conversation's citation numbers once the answer is in."""
+    """The items of a streamed answer (see AnswerEndpoint.answer_pieces); `stream` has the conversation's citation
+    numbers once the answer is in."""
 
-    def __init__(self, pieces: queue.Queue, stream: CitationStream, lifetime: Any, endpoint: str):
+    def __init__(self, pieces: queue.Queue, stream: AnswerProgress, lifetime: Any, endpoint: str):
         self.pieces, self.stream, self.lifetime, self.endpoint = pieces, stream, lifetime, endpoint
 
     def __iter__(self) -> Generator[tuple[str, Any], None, None]:
         while True:
             try:  # a model that sends nothing at all is waited for until the deadline, not longer
-                item = self.pieces.get(timeout=max(0.0, self.lifetime.seconds_left()) + 5)
+                kind, value = self.pieces.get(timeout=max(0.0, self.lifetime.seconds_left()) + 5)
             except queue.Empty:
-                item = ("error", HTTPException(504, f"no answer within {self.lifetime.deadline_s:g} s; ask again"))
-            if isinstance(item, str):
-                yield "token", item
+                kind, value = "error", HTTPException(504, f"no answer within {self.lifetime.deadline_s:g} s; ask again")
+            if kind == "status":
+                yield "status", value
                 continue
-            status, value = item
-            if status == "done":
+            if kind == "done":
+                for sentence in checked_sentences(value):
+                    yield "sentence", sentence
                 yield "answer", value
                 return
             if isinstance(value, HTTPException):
@@ -258,6 +268,18 @@ class AnswerPieces:
                 detail = internal_error_detail()
             yield "error", detail
             return
+
+
+def checked_sentences(answer: Answer) -> list[str]:
+    """The checked answer's text in sentence-sized pieces that join back to it exactly."""
+    return [piece for piece in re.split(r"(?<=[.!?\]])(?=\s)", answer.answer) if piece]
+
+
+def status_event(description: str, done: bool = False) -> Any:
+    """Open WebUI's status line above a message being written ("searching the papers")."""
+    from hayhooks.open_webui import create_status_event
+
+    return create_status_event(description=description, done=done)
 
 
 def _text(content: Any) -> str:

@@ -41,6 +41,11 @@ def clean_question(question: Any, max_chars: int) -> str:
     controls = sorted({f"U+{ord(c):04X}" for c in question if unicodedata.category(c) == "Cc" and c not in "\n\t\r"})
     if controls:
         raise InputError(f"`question` contains control characters ({', '.join(controls[:5])}); send plain text")
+    # A lone UTF-16 surrogate ("\ud800" in JSON) is no character: no tokenizer or database can take it.
+    surrogates = sorted({f"U+{ord(c):04X}" for c in question if unicodedata.category(c) == "Cs"})
+    if surrogates:
+        raise InputError(f"`question` contains a lone surrogate ({', '.join(surrogates[:5])}), which is not a "
+                         "character; send valid Unicode text (a JSON \\u escape pair for characters beyond U+FFFF)")
     question = " ".join(question.split())
     if not question:
         raise InputError("`question` is empty; ask a question in plain words")

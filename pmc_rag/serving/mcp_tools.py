@@ -51,7 +51,7 @@ def compact_answer(answer: Any) -> dict[str, Any]:
         "route": answer.route,  # which path answered (a routed pipeline): summarise, compare, ...
         "answer": answer.answer,
         "references": [{"number": r.number, "source_id": r.source_id, "title": r.title, "journal": r.journal,
-                        "year": r.year, "url": r.url, "supporting_sentence": r.evidence,
+                        "year": r.year, "url": r.url, "origin": r.origin, "supporting_sentence": r.evidence,
                         "sections": answer.cited_sections(r.number)}
                        for r in sorted(answer.references, key=lambda r: r.number)],
         "notes": answer.notes,

@@ -71,8 +71,9 @@ def _source(reference: Reference) -> dict[str, Any]:
     # shows `metadata.name` on the chip in the text and as the heading of the citation's window, links that heading
     # to `source.url`, and with `external` keeps the name rather than showing the bare link. The chip shows the
     # paper's id, as our citations always have; the window adds title, journal, year and the supporting sentence.
+    origin = None if reference.origin == "corpus" else reference.origin
     details = " · ".join(str(part) for part in (reference.title, reference.journal, reference.year,
-                                               reference.locator()) if part)
+                                               reference.locator(), origin) if part)
     return {
         "source": {"id": reference.source_id, "name": reference.source_id, "url": reference.url},
         "document": [f"{details or reference.source_id}\n\n{reference.evidence or ''}".strip()],
