@@ -12,6 +12,7 @@
     pmc-rag bench scale           retrieval at 10k/100k/1M synthetic chunks: stages' p50/p95, exactness, recall
     pmc-rag bench llm             embedded model: portable settings' cost, in process vs. the model server
     pmc-rag bench devices         embedding chunks/s per device, precision and batch size [--export DIR]
+    pmc-rag bench stream          streamed answers: the model's first token against the first checked sentence
 """
 
 from __future__ import annotations
@@ -215,6 +216,12 @@ def _parser() -> argparse.ArgumentParser:
     bench_llm.add_argument("--paths", nargs="+", choices=["repack", "no-repack", "server"], default=None,
                            help="time only these paths (default: all three)")
     bench_llm.set_defaults(handler=_bench_llm)
+    bench_stream = bench_commands.add_parser("stream", help="streamed answers: the model's first token against the "
+                                                            "first checked sentence a reader sees")
+    bench_stream.add_argument("--questions", type=int, default=10, help="dev questions asked (default: %(default)s)")
+    bench_stream.add_argument("--start", type=int, default=400, help="the first dev question's index (default: "
+                                                                      "%(default)s)")
+    bench_stream.set_defaults(handler=_bench_stream)
     bench_devices = bench_commands.add_parser("devices", help="embedding chunks/s per device (CPU, GPU), precision "
                                                               "and batch size, with agreement against float32")
     bench_devices.add_argument("--export", type=Path, default=None, metavar="DIR",
@@ -282,6 +289,7 @@ def _ask(args: argparse.Namespace) -> int:
     from fastapi import HTTPException
 
     from pmc_rag.answer_service import AnswerService, fixed_answer
+    from pmc_rag.serving.access import NOT_UPLOADED
     from pmc_rag.database import ensure_database
     from pmc_rag.pipelines import load_declared_pipeline, resolve_pipeline_path
     from pmc_rag.serving.config import load_serve_config
@@ -297,7 +305,8 @@ def _ask(args: argparse.Namespace) -> int:
             service = AnswerService(load_declared_pipeline(args.pipeline), name="cli",
                                     max_question_chars=max_question_chars)
             ensure_database()
-            answer = service.answer(args.question)
+            # As the server answers a question that names no collection: the corpus, never an upload.
+            answer = service.answer(args.question, access=NOT_UPLOADED)
     except HTTPException as error:  # a refusal says what was wrong; an unexpected failure is shown as it was
         if error.status_code >= 500 and error.__cause__ is not None:
             raise error.__cause__ from None
@@ -650,6 +659,12 @@ def _bench_llm(args: argparse.Namespace) -> int:
 
     return run_benchmark(runs=args.runs, question=args.question or README_QUESTION, max_tokens=args.max_tokens,
                          paths=args.paths)
+
+
+def _bench_stream(args: argparse.Namespace) -> int:
+    from pmc_rag.evaluation.bench_stream import run_benchmark
+
+    return run_benchmark(questions=args.questions, start=args.start)
 
 
 def _bench_devices(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ def configure_environment() -> None:
     * HAYSTACK_TELEMETRY_ENABLED=False: no usage reports.
     * HAYSTACK_DESERIALIZATION_ALLOWLIST: lets Hayhooks (which reads only this variable) load our components.
     * Quieter start-up: no per-load progress bars, no "could not reach the Hub" notices in offline mode.
+    * XDG_CACHE_HOME=PMC_RAG_HOME/cache (HF_HOME kept at ~/.cache/huggingface): see `_caches_in_home`.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -27,3 +28,18 @@ def configure_environment() -> None:
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     allowed = [m.strip() for m in os.environ.get("HAYSTACK_DESERIALIZATION_ALLOWLIST", "").split(",") if m.strip()]
     os.environ["HAYSTACK_DESERIALIZATION_ALLOWLIST"] = ",".join(dict.fromkeys([*allowed, *ALLOWED_MODULES]))
+    _caches_in_home()
+
+
+def _caches_in_home() -> None:
+    """What libraries keep under ~/.cache goes to PMC_RAG_HOME/cache instead: ONNX Runtime writes a device id and a
+    telemetry store there as soon as it is imported, Hayhooks its dashboard token. Hugging Face's cache stays where
+    it was (the offline embedding model is there). A user's own XDG_CACHE_HOME is left alone."""
+    from pathlib import Path
+
+    from pmc_rag.paths import home
+
+    if os.environ.get("XDG_CACHE_HOME"):
+        return
+    os.environ.setdefault("HF_HOME", str(Path.home() / ".cache" / "huggingface"))
+    os.environ["XDG_CACHE_HOME"] = str(home() / "cache")

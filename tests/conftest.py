@@ -202,6 +202,25 @@ def pipeline_file_for(name: str, table_name: str, folder: Path) -> Path:
     return folder / f"{name}.yml"
 
 
+def write_serve_config(table: str, folder: Path, **sections: dict) -> Path:
+    """A hayhooks.yml in `folder` serving rag.yml (answers, chat) and retrieve_hybrid.yml over `table`, uploads
+    through indexing.yml into it, with these sections' settings added (`server={"max_body_bytes": 4096}`)."""
+    config = {
+        "server": {"host": "127.0.0.1", "port": 1416, **sections.pop("server", {})},
+        **sections,
+        "uploads": {"pipeline": str(pipeline_file_for("indexing", table, folder)), **sections.pop("uploads", {})},
+        "endpoints": [
+            {"name": "rag", "pipeline": str(pipeline_file_for("rag", table, folder)), "kind": "answer",
+             "rest": True, "chat": True, "parameters": ["filters", "top_k", "conversation_id"]},
+            {"name": "retrieve", "pipeline": str(pipeline_file_for("retrieve_hybrid", table, folder)),
+             "kind": "retrieval", "rest": True, "chat": False, "parameters": ["filters", "top_k"]},
+        ],
+    }
+    path = folder / "hayhooks.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
 @pytest.fixture
 def browser():
     """A headless Chromium driven by Selenium: Debian's `chromium` and `chromium-driver` (.ci/run installs them)."""

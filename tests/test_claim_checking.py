@@ -469,7 +469,9 @@ def test_the_question_restated_with_a_verdict_is_never_shown_as_a_finding():
                    "[PMC4816447].", question)
     assert answer["answer"] == "Skin rash was the most common adverse event [1]."
     notes = " ".join(answer["notes"])
-    assert "question restated" in notes and "Does erlotinib cause rash?" in notes
+    # described, not quoted (a sentence left out may be a claim injected into the question); raw_answer keeps it
+    assert "question restated" in notes and "Left out 2 sentence(s)" in notes and "Does erlotinib" not in notes
+    assert "Does erlotinib cause rash?" in answer["raw_answer"]
     assert "verdict (\"Yes\") is not shown" in notes
     as_written = built("Yes, erlotinib prolongs progression-free survival in EGFR-mutant lung adenocarcinoma "
                        "[PMC4816447].", "Is metformin safe?")  # not a restatement of this question: a finding
@@ -485,7 +487,8 @@ def test_the_question_restated_with_a_verdict_is_never_shown_as_a_finding():
                     "event [PMC4816447].",
                     "Does base deficit predict mortality in patients with severe traumatic brain injury?")
     assert renamed["answer"] == "Skin rash was the most common adverse event [1]."
-    assert "Yes, the study does predict mortality" in " ".join(renamed["notes"])
+    assert "question restated" in " ".join(renamed["notes"])  # described, not quoted
+    assert "Yes, the study does predict mortality" in renamed["raw_answer"]
 
 
 def test_a_verdict_stays_only_on_a_supported_claim_and_uncited_sentences_are_named_not_shown():
@@ -495,7 +498,8 @@ def test_a_verdict_stays_only_on_a_supported_claim_and_uncited_sentences_are_nam
     answer = built(reply, question)
     assert answer["answer"] == ("Yes, erlotinib prolonged progression-free survival in EGFR-mutant lung "
                                 "adenocarcinoma [1].")
-    assert "By analysing early predictors" in " ".join(answer["notes"])
+    notes = " ".join(answer["notes"])
+    assert "Left out 1 sentence(s)" in notes and "no citation" in notes and "By analysing" not in notes
     assert built(reply, question, verdicts="none")["answer"].startswith("Erlotinib prolonged")
     # A verdict that says otherwise than its sentence is held back, and the sentence shown.
     opposite = built(reply.replace("Yes,", "No:"), question)["answer"]

@@ -288,7 +288,9 @@ def test_a_model_that_cannot_start_is_named_with_its_fix_in_notes_and_health(fol
         local = health.json()["local_models"][url]
         assert local["state"] == "failed"
         assert "could not start" in local["problem"] and "model_path" in local["problem"]
-        assert "Fix:" in local["problem"] and "server.log" in local["problem"]
+        # the fix, and where to find the log, but no file path of the server's (the problem reaches answers' notes)
+        assert "Fix:" in local["problem"] and "`pmc-rag model status` shows its log" in local["problem"]
+        assert local["log"].endswith("server.log")
         answer = client.post("/rag/run", json={"question": QUESTION}).json()["result"]
         assert answer["flags"]["extractive_fallback"] and answer["flags"]["local_model_failed"]
         assert any("could not start" in note and "Fix:" in note for note in answer["notes"]), answer["notes"]
@@ -608,3 +610,43 @@ def test_the_fast_build_never_compiles_amx_kernels():
     commands = [line for line in script.splitlines() if not line.lstrip().startswith("#")]
     assert [line for line in commands if "GGML_AVX512=ON" in line]  # the fast build is still there
     assert not [line for line in commands if "GGML_AMX" in line]
+
+
+def test_a_model_server_of_another_home_on_the_port_stops_the_start_and_gets_no_prompt(folder, tmp_path,
+                                                                                        monkeypatch):
+    """Two data folders, one port: the second never sends its prompts to the first's server (which would refuse
+    them with 401), counts no restarts, and says what to do without naming any file of either folder."""
+    from pmc_rag.local_llm.supervisor import ForeignModelServer
+    from pmc_rag.models import assemble_llm
+    from pmc_rag.pipelines import load_declared_pipeline
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    spec = LocalModelSpec(model=MODEL, url=url, model_path=str(assemble_llm(MODEL)), idle_minutes=1)
+    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path / "first"))
+    monkeypatch.setenv(API_KEY_ENV, "the-first-home-s-key")
+    first = LocalModelServer(spec)
+    first.ensure_running()
+    try:
+        monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path / "second"))
+        monkeypatch.setenv(API_KEY_ENV, "the-second-home-s-key")
+        second = LocalModelServer(spec)
+        with pytest.raises(ForeignModelServer, match="another data folder") as raised:
+            second.ensure_running()
+        assert str(tmp_path) not in str(raised.value) and "local_model.url" in str(raised.value)
+        for _ in range(3):  # the watcher's steps: nothing of its own ran, so nothing restarted
+            second.check_once(retry_start_after=0)
+        assert second.restarts == 0 and second.status()["state"] == "failed"
+        assert str(tmp_path) not in second.status()["problem"]
+
+        def on_that_port(yaml_spec: dict) -> None:
+            yaml_spec["local_model"].update(url=url, model_path=spec.model_path)
+            local_generator(yaml_spec)["api_base_url"] = url
+
+        pipeline = load_declared_pipeline(rag_variant(folder, "rag_foreign_port", on_that_port))
+        with pytest.raises(ForeignModelServer):
+            pipeline.warm_up()  # `pmc-rag serve` and `ask` stop here, before any prompt is sent
+        assert not any("reply" in line for line in first.log_tail()), first.log_tail()
+    finally:
+        monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path / "first"))
+        monkeypatch.setenv(API_KEY_ENV, "the-first-home-s-key")
+        first.stop()

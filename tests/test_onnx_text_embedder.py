@@ -161,3 +161,24 @@ def test_serialization_round_trip():
     assert again.to_dict() == data
     assert (again.model, again.normalize_embeddings, again.prefix, again.threads, again.device) == (
         EMBEDDING_MODEL, True, "q: ", 2, "cpu")
+
+
+def test_onnx_runtime_and_hayhooks_write_their_caches_in_pmc_rag_home_not_the_user_s(tmp_path):
+    """ONNX Runtime writes a device id and a telemetry store under ~/.cache when imported; every entry point's
+    environment sends it (and Hayhooks' token) to PMC_RAG_HOME/cache, and Hugging Face's cache stays put."""
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key not in ("XDG_CACHE_HOME", "HF_HOME")}
+    env.update(HOME=str(tmp_path / "user"), PMC_RAG_HOME=str(tmp_path / "pmc-home"))
+    script = ("from pmc_rag.environment import configure_environment; configure_environment()\n"
+              "import os, onnxruntime\n"
+              "from hayhooks.dashboard_auth import local_dashboard_token; local_dashboard_token(create=True)\n"
+              "print(os.environ['HF_HOME'])")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(tmp_path / "user" / ".cache" / "huggingface")
+    assert not (tmp_path / "user" / ".cache").exists() or not any((tmp_path / "user" / ".cache").rglob("*"))
+    written = {p.relative_to(tmp_path / "pmc-home" / "cache").parts[0] for p in
+               (tmp_path / "pmc-home" / "cache").rglob("*") if p.is_file()}
+    assert written == {"Microsoft", "hayhooks"}, written

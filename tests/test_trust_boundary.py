@@ -18,7 +18,7 @@ import psycopg
 import pytest
 import yaml
 
-from conftest import CORPUS, LOCAL_BASE_URL, free_port, pipeline_file_for, start_server, stop_server
+from conftest import CORPUS, LOCAL_BASE_URL, free_port, start_server, stop_server, write_serve_config
 
 TABLE = "trust_chunks"
 REAL_PAPER = "PMC4816447"  # the FIELT erlotinib trial, in the bundled sample
@@ -31,20 +31,8 @@ def trust_config(tmp_path_factory, pg_conn_str) -> Path:
     from conftest import fill_table_with_pmc_sample, make_store
 
     fill_table_with_pmc_sample(TABLE)
-    folder = tmp_path_factory.mktemp("trust")
-    config = {
-        "server": {"host": "127.0.0.1", "port": 1416, "max_question_chars": 300},
-        "cache": {"max_entries": 0},
-        "uploads": {"pipeline": str(pipeline_file_for("indexing", TABLE, folder))},
-        "endpoints": [
-            {"name": "rag", "pipeline": str(pipeline_file_for("rag", TABLE, folder)), "kind": "answer",
-             "rest": True, "chat": True, "parameters": ["filters", "top_k", "conversation_id"]},
-            {"name": "retrieve", "pipeline": str(pipeline_file_for("retrieve_hybrid", TABLE, folder)),
-             "kind": "retrieval", "rest": True, "chat": False, "parameters": ["filters", "top_k"]},
-        ],
-    }
-    path = folder / "hayhooks.yml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path = write_serve_config(TABLE, tmp_path_factory.mktemp("trust"), server={"max_question_chars": 300},
+                              cache={"max_entries": 0})
     yield path
     make_store(TABLE).delete_table()
 

@@ -30,7 +30,7 @@ from pmc_rag.components.store_connection import connect, on_primary
 from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.pipelines import document_store_of, load_declared_pipeline
-from pmc_rag.serving.access import access_filter, with_access
+from pmc_rag.serving.access import access_filter, names_collections, with_access
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_request_id, internal_error_detail
@@ -84,9 +84,9 @@ class _Endpoint(BasePipelineWrapper):
         self.history = ConversationStore(self.connection_string, self.config.retention_days)
         self.document_store = store
 
-    def access(self) -> dict[str, Any] | None:
-        """What this request's key may read (pmc_rag.serving.access); None: everything."""
-        return access_filter(self.document_store)
+    def access(self, filters: Any) -> dict[str, Any] | None:
+        """What this request may read, given its filters (pmc_rag.serving.access); None: everything."""
+        return access_filter(self.document_store, names_collections(filters))
 
     def _unavailable(self, error: Exception) -> HTTPException:
         return unavailable(self.spec.name, error, self.connection_string)
@@ -104,7 +104,7 @@ class RetrievalEndpoint(_Endpoint):
         """
         question, _ = redact_personal_data(clean_question(question, self.config.max_question_chars))
         started = time.perf_counter()
-        haystack_filters = with_access(to_haystack_filters(filters), self.document_store)
+        haystack_filters = with_access(to_haystack_filters(filters), self.document_store, names_collections(filters))
         try:
             documents = self.declared.run(question=question, filters=haystack_filters, top_k=top_k)["documents"]
             took = round((time.perf_counter() - started) * 1000, 1)
@@ -157,7 +157,7 @@ class AnswerEndpoint(_Endpoint):
         :param top_k: How many excerpts the answer may draw on (1-50; default: the pipeline's).
         :param conversation_id: The id a previous answer returned, to ask a follow-up in that conversation.
         """
-        return self.service.answer(question, filters, top_k, conversation_id, access=self.access())
+        return self.service.answer(question, filters, top_k, conversation_id, access=self.access(filters))
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict, headers: Headers | None = None
                             ) -> str | Generator:
@@ -168,7 +168,7 @@ class AnswerEndpoint(_Endpoint):
         question, conversation_id, history = self._chat_request(messages, body)
         if not body.get("stream"):
             answer = self.service.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
-                                         history=history, access=self.access())
+                                         history=history, access=self.access(body.get("filters")))
             return chat_text(answer, streamed="")
         return self._stream(question, body, conversation_id, history, wants_source_events(headers, body))
 
@@ -223,7 +223,7 @@ class AnswerEndpoint(_Endpoint):
         self.service.slots.refuse_when_full()  # said now, as a 503, while the response has not started yet
         pieces: queue.Queue = queue.Queue()
         stream = AnswerProgress({}, pieces.put)
-        access = self.access()
+        access = self.access(filters)
 
         def work() -> None:
             try:
