@@ -70,6 +70,17 @@ class Labelled:
     def finding(self) -> bool:
         return self.kind in FINDING_KINDS
 
+    @property
+    def its_own_finding(self) -> bool:
+        """What the classifier learns: a sentence of a Results or Conclusions section, less those that say what
+        others found, what the study could not show, or what future work needs ("Further studies are needed"):
+        conclusions hold such sentences, and a quotation must not offer them as the paper's answer. Judged by
+        `claim_signals`' existing patterns for others' work, so the classifier can learn the kind from its words
+        ("Additional studies ... are necessary") rather than from one more pattern."""
+        from pmc_rag.components.claim_signals import not_its_own_finding
+
+        return self.finding and not not_its_own_finding(self.sentence)
+
 
 def _sentences(text: str) -> Iterator[str]:
     from pmc_rag.components.section_chunker import split_sentences
@@ -119,10 +130,18 @@ def split_by_paper(labelled: list[Labelled], held_share: float = 0.2, seed: int 
 
 
 def pattern_says_finding(sentence: str) -> bool:
-    """The hand-written judge, on the sentence alone: `finding_rank` with no section title."""
+    """The hand-written judge, on the sentence alone: `finding_rank` with no section title, its word list."""
     from pmc_rag.components.claim_signals import finding_rank
 
-    return finding_rank(sentence, None) == 2
+    return finding_rank(sentence, None, learned=False) == 2
+
+
+def finding_rank_says_finding(sentence: str) -> bool:
+    """`finding_rank(learned=True)` on a sentence alone: its rules (aims, methods, captions, others' work), then its
+    word list or the classifier."""
+    from pmc_rag.components.claim_signals import finding_rank
+
+    return finding_rank(sentence, None, learned=True) == 2
 
 
 def scores(truth: list[bool], said: list[bool]) -> dict[str, float]:
@@ -155,12 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.train:
         from pmc_rag.components.finding_classifier import train_finding_classifier
 
-        train_finding_classifier([i.sentence for i in learn], [i.finding for i in learn])
+        train_finding_classifier([i.sentence for i in learn], [i.its_own_finding for i in learn])
     try:
         from pmc_rag.components.finding_classifier import FindingClassifier
 
         classifier = FindingClassifier()
         judges["classifier (finding_sentences.json)"] = classifier.is_finding
+        judges["finding_rank(learned=True): its rules, then word list or classifier"] = finding_rank_says_finding
     except (ImportError, FileNotFoundError):
         pass
     print(f"learned from {len(learn)} sentences of {len({i.paper for i in learn})} abstracts")
