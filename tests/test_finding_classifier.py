@@ -1,5 +1,5 @@
 """The learned finding-sentence judge: its file reads back to what scikit-learn fitted, and it does better than
-the word list it replaced on the held-aside full-text sentences (pmc_rag.evaluation.finding_sentences)."""
+the word list on the held-aside full-text sentences (pmc_rag.evaluation.finding_sentences)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_the_shipped_classifier_tells_findings_from_aims_methods_and_background(
     assert said == [(sentence, finding) for sentence, finding in SENTENCES]
 
 
-def test_on_the_held_aside_full_texts_it_beats_the_word_list_it_replaced():
+def test_on_the_held_aside_full_texts_the_learned_judge_beats_the_word_list():
     from pmc_rag.evaluation.finding_sentences import (finding_rank_says_finding, held_aside_sentences,
                                                       pattern_says_finding, scores)
 
