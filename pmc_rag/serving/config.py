@@ -151,21 +151,22 @@ def _pipeline_path(value: Any, source: Path, where: str) -> Path | None:
 
 
 def _origins(server: dict, source: Path) -> tuple[str, ...]:
-    origins = server.get("cors_origins") or []
-    if not isinstance(origins, list) or not all(isinstance(o, str) and re.fullmatch(r"https?://[^/\s]+|\*", o)
-                                                for o in origins):
-        raise ServeConfigError(f"{source}: `server.cors_origins` must be a list of origins such as "
-                               "\"http://localhost:3000\" (scheme and host, no path), or [\"*\"] for any page")
-    return tuple(origins)
+    return _names(server, "cors_origins", r"https?://[^/\s]+|\*", source,
+                  "origins such as \"http://localhost:3000\" (scheme and host, no path), or [\"*\"] for any page")
 
 
 def _hosts(server: dict, source: Path) -> tuple[str, ...]:
-    hosts = server.get("allowed_hosts") or []
-    if not isinstance(hosts, list) or not all(isinstance(h, str) and re.fullmatch(r"[A-Za-z0-9.:\[\]-]+|\*", h)
-                                              for h in hosts):
-        raise ServeConfigError(f"{source}: `server.allowed_hosts` must be a list of host names such as "
-                               "\"pmc-rag.lab.example\" or \"10.0.0.5\" (no scheme, no port), or [\"*\"] for any")
-    return tuple(h.lower() for h in hosts)
+    return tuple(h.lower() for h in _names(server, "allowed_hosts", r"[A-Za-z0-9.:\[\]-]+|\*", source,
+                                           "host names such as \"pmc-rag.lab.example\" or \"10.0.0.5\" (no scheme, "
+                                           "no port), or [\"*\"] for any"))
+
+
+def _names(server: dict, key: str, pattern: str, source: Path, what: str) -> tuple[str, ...]:
+    """`server.<key>`: a list of strings each matching `pattern`; ServeConfigError saying `what` they must be."""
+    names = server.get(key) or []
+    if not isinstance(names, list) or not all(isinstance(n, str) and re.fullmatch(pattern, n) for n in names):
+        raise ServeConfigError(f"{source}: `server.{key}` must be a list of {what}")
+    return tuple(names)
 
 
 def _section(data: dict, key: str, source: Path) -> dict:
