@@ -1,0 +1,121 @@
+"""Questions as people type them: does the answer find the right paper, state its finding, and not turn away?
+
+    python -m pmc_rag.evaluation.plain_questions [--pipeline rag] [--sets plain_tuning plain_held_aside] [--out DIR]
+
+The set is `datasets/plain_language_questions.json` (211 questions by patients, clinicians and researchers, a third
+about the full-text papers; each with its gold paper and the sentences of that paper's own conclusion). Every
+question goes through the answering service as `pmc-rag ask` asks it (the crisis check and greetings first, no
+uploads), and is judged against the gold, never by the component that wrote the answer:
+
+- `gold first`: the gold paper is the first of the ranked sources;
+- `cites gold`: the answer cites the gold paper;
+- `states gold finding`: it cites the gold paper and one of its sentences holds at least half of the content words
+  of one of the gold conclusion's sentences (word stems, `citations.content_words`);
+- `turned away`: "the indexed papers do not answer this question" (flag `not_answered`);
+- `emergency`: answered with the emergency reply (none of these questions is one).
+
+`plain_held_aside` is sealed: its figures are printed, its answers are written to the output file for the record
+and are not to be read to change anything. Each row is the share of the set's questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from pmc_rag.paths import PROJECT_ROOT
+
+DATASET = PROJECT_ROOT / "evaluation" / "datasets" / "plain_language_questions.json"
+SETS = ("plain_tuning", "plain_held_aside")
+MIN_GOLD_SHARE = 0.5
+
+
+def load(path: Path = DATASET) -> list[dict[str, Any]]:
+    return json.loads(path.read_text(encoding="utf-8"))["questions"]
+
+
+def states_gold(answer: dict[str, Any], gold_paper: str, gold_sentences: list[str]) -> bool:
+    """The answer cites the gold paper, and one of its sentences holds at least half the content words of one of
+    the gold conclusion's sentences."""
+    from pmc_rag.components.citations import content_words
+    from pmc_rag.components.section_chunker import split_sentences
+
+    if gold_paper not in {r["source_id"] for r in answer.get("references", [])}:
+        return False
+    gold = [content_words(g) for g in gold_sentences if len(content_words(g)) >= 3]
+    shown = [content_words(re.sub(r"\[\d+\]", "", s)) for s in split_sentences(answer.get("answer") or "")]
+    return any(len(g & s) >= MIN_GOLD_SHARE * len(g) for g in gold for s in shown)
+
+
+def judged(question: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    sources = [s["source_id"] for s in answer.get("sources", []) if s.get("found_by")]
+    return {"id": question["id"], "set": question["set"], "source": question["source"],
+            "gold_first": bool(sources) and sources[0] == question["gold_paper"],
+            "cites_gold": question["gold_paper"] in {r["source_id"] for r in answer.get("references", [])},
+            "states_gold": states_gold(answer, question["gold_paper"], question["gold_sentences"]),
+            "turned_away": bool(answer.get("flags", {}).get("not_answered")),
+            "emergency": answer.get("kind") == "emergency"}
+
+
+FIGURES = ("gold_first", "cites_gold", "states_gold", "turned_away", "emergency")
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| set | source | questions | gold first | cites gold | states gold finding | turned away | emergency |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name in SETS:
+        for source in ("pubmedqa_abstract", "full_text", "all"):
+            part = [r for r in rows if r["set"] == name and source in ("all", r["source"])]
+            if not part:
+                continue
+            shares = [f"{sum(r[f] for r in part) / len(part):.0%}" for f in FIGURES[:4]]
+            lines.append(f"| {name} | {source} | {len(part)} | " + " | ".join(shares) +
+                         f" | {sum(r['emergency'] for r in part)} |")
+    return "\n".join(lines)
+
+
+def run(pipeline: str = "rag", sets: tuple[str, ...] = SETS, out: Path | None = None) -> list[dict[str, Any]]:
+    from pmc_rag.answer_service import AnswerService
+    from pmc_rag.database import ensure_database
+    from pmc_rag.environment import configure_environment
+    from pmc_rag.pipelines import load_declared_pipeline
+    from pmc_rag.serving.access import NOT_UPLOADED
+
+    configure_environment()
+    ensure_database()
+    service = AnswerService(load_declared_pipeline(pipeline), name="plain-questions")
+    questions = [q for q in load() if q["set"] in sets]
+    rows, records = [], []
+    started = time.perf_counter()
+    for number, question in enumerate(questions, 1):
+        answer = service.answer(question["question"], access=NOT_UPLOADED).model_dump(mode="json")
+        rows.append(judged(question, answer))
+        records.append({"id": question["id"], "answer": answer["answer"], "notes": answer["notes"],
+                        "references": [r["source_id"] for r in answer["references"]], "flags": answer["flags"],
+                        "kind": answer["kind"]})
+        if number % 20 == 0:
+            print(f"  {number}/{len(questions)} questions, {time.perf_counter() - started:.0f} s", flush=True)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "judged.json").write_text(json.dumps(rows, indent=1))
+        (out / "answers.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
+        (out / "table.md").write_text(table(rows) + "\n")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pipeline", default="rag")
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    parser.add_argument("--out", type=Path, default=None, help="folder for judged.json, answers.json, table.md")
+    args = parser.parse_args(argv)
+    print(table(run(args.pipeline, tuple(args.sets), args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
