@@ -143,6 +143,10 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--crisis", action="store_true",
                           help="the crisis check on the labelled messages (evaluation/datasets/crisis_messages.json): "
                                "misses and false alarms per set; no database")
+    evaluate.add_argument("--plain", action="store_true",
+                          help="the 211 plain-language questions (evaluation/datasets/plain_language_questions.json) "
+                               "through --pipelines' first (default rag): the gold paper first, cited, its finding "
+                               "stated, turned away, emergency replies; tuning beside the sealed half")
     evaluate.add_argument("--routes", nargs="?", const="default", default=None, metavar="FILE",
                           help="the question router on labelled questions (default: evaluation/datasets/"
                                "route_questions.json): accuracy per kind, dev and held-aside sets; no database. "
@@ -445,6 +449,11 @@ def _eval(args: argparse.Namespace) -> int:
 
         report = run_crisis(progress=not args.no_progress)
         return _write_side_report(args, "crisis", report, crisis_markdown(report))
+    if args.plain:
+        from pmc_rag.evaluation.plain_questions import run, table
+
+        rows = run(args.pipelines[0] if args.pipelines else "rag")
+        return _write_side_report(args, "plain", {"questions": rows}, table(rows))
     if args.routes and args.pipelines:
         from pmc_rag.evaluation.routes import route_answers_markdown, run_route_answers
 

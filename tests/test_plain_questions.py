@@ -1,0 +1,35 @@
+"""The plain-language question set and its judge: gold from the paper's own conclusion, never from the answer."""
+
+from __future__ import annotations
+
+from pmc_rag.evaluation.plain_questions import judged, load, states_gold, table
+
+GOLD = ["The present study reinforces the use of EGFR tyrosine kinase inhibition as a first line treatment of choice "
+        "for advanced adenocarcinoma of the lung carrying an activating EGFR mutation."]
+
+
+def answer(text: str, cited: list[str], **fields) -> dict:
+    return {"answer": text, "references": [{"source_id": s} for s in cited], "flags": {}, "kind": "answer",
+            "sources": [{"source_id": s, "found_by": {"semantic": {}}} for s in cited], **fields}
+
+
+def test_the_set_has_200_questions_a_third_about_full_texts_each_with_gold_halves_apart():
+    questions = load()
+    assert len(questions) >= 200 and sum(q["source"] == "full_text" for q in questions) * 3 >= len(questions)
+    assert all(q["gold_paper"] and q["gold_sentences"] for q in questions)
+    assert {q["set"] for q in questions} == {"plain_tuning", "plain_held_aside"}
+    assert abs(sum(q["set"] == "plain_held_aside" for q in questions) * 2 - len(questions)) <= 2
+    assert len({q["question"] for q in questions}) == len(questions)
+
+
+def test_an_answer_states_the_gold_finding_only_citing_the_gold_paper_with_its_words():
+    stated = answer("EGFR tyrosine kinase inhibition is a first line treatment of choice for advanced lung "
+                    "adenocarcinoma with an activating EGFR mutation [1].", ["PMC4816447"])
+    assert states_gold(stated, "PMC4816447", GOLD)
+    assert not states_gold(stated, "PMC6580637", GOLD)  # another paper cited
+    assert not states_gold(answer("Rash was the most common toxicity [1].", ["PMC4816447"]), "PMC4816447", GOLD)
+    away = answer("The indexed papers do not answer this question.", [], flags={"not_answered": True})
+    row = judged({"id": "x", "set": "plain_tuning", "source": "full_text", "gold_paper": "PMC4816447",
+                  "gold_sentences": GOLD}, away)
+    assert row["turned_away"] and not row["cites_gold"] and not row["emergency"]
+    assert "| plain_tuning | full_text | 1 | 0% | 0% | 0% | 100% | 0 |" in table([row])
