@@ -181,8 +181,7 @@ def _owners_table(store: Any) -> sql.Identifier:
 
 
 def _owners_table_exists(connection: Any, store: Any) -> bool:
-    return connection.execute("SELECT to_regclass(%s) IS NOT NULL",
-                              (f'"{store.schema_name}"."{store.table_name}__collections"',)).fetchone()[0]
+    return _exists(connection, store.schema_name, f"{store.table_name}__collections")
 
 
 def _table(store: Any) -> sql.Identifier:
@@ -190,5 +189,8 @@ def _table(store: Any) -> sql.Identifier:
 
 
 def _table_exists(connection: Any, store: Any) -> bool:
-    return connection.execute("SELECT to_regclass(%s) IS NOT NULL",
-                              (f'"{store.schema_name}"."{store.table_name}"',)).fetchone()[0]
+    return _exists(connection, store.schema_name, store.table_name)
+
+
+def _exists(connection: Any, schema: str, table: str) -> bool:
+    return connection.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}"."{table}"',)).fetchone()[0]

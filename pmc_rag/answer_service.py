@@ -100,10 +100,7 @@ class AnswerService:
         """
         started = time.perf_counter()
         question, redacted = self.checked(question)
-        haystack_filters = to_haystack_filters(filters)
-        if access is not None:
-            haystack_filters = access if not haystack_filters else {"operator": "AND",
-                                                                    "conditions": [haystack_filters, access]}
+        haystack_filters = narrowed(to_haystack_filters(filters), access)
         if conversation_id is not None and not (0 < len(conversation_id) <= 100 and conversation_id.isprintable()):
             raise InputError("`conversation_id` must be the id a previous answer returned")
         fixed = _fixed(question, redacted, started)
@@ -298,8 +295,14 @@ def _with_care_notes(answer: dict[str, Any], question: str) -> dict[str, Any]:
 
 def _within_papers(filters: dict[str, Any] | None, papers: list[str]) -> dict[str, Any]:
     """The request's filters, narrowed to these papers."""
-    papers_filter = {"field": "meta.source_id", "operator": "in", "value": list(papers)}
-    return papers_filter if not filters else {"operator": "AND", "conditions": [filters, papers_filter]}
+    return narrowed(filters, {"field": "meta.source_id", "operator": "in", "value": list(papers)})
+
+
+def narrowed(filters: dict[str, Any] | None, condition: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Haystack filters that hold where both `filters` and `condition` do (either may be None: no condition)."""
+    if condition is None or not filters:
+        return condition or filters
+    return {"operator": "AND", "conditions": [filters, condition]}
 
 
 def to_haystack_filters(filters: SearchFilters | dict | None) -> dict[str, Any] | None:

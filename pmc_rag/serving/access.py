@@ -10,7 +10,7 @@ of the answer cache's key.
 
 Usage:
 ```python
-filters = with_access(request_filters, store, names_collections=True)  # ... AND (not uploaded OR readable)
+access = access_filter(store, names_collections(request.filters))  # not uploaded OR a readable collection
 ```
 """
 
@@ -47,12 +47,3 @@ def names_collections(filters: Any) -> bool:
         return False
     named = filters.get("collections") if isinstance(filters, dict) else getattr(filters, "collections", None)
     return bool(named)
-
-
-def with_access(filters: dict[str, Any] | None, store: Any, names_collections: bool = False
-                ) -> dict[str, Any] | None:
-    """`filters` (Haystack's form, or None) narrowed to what this request may read."""
-    access = access_filter(store, names_collections)
-    if access is None:
-        return filters
-    return access if not filters else {"operator": "AND", "conditions": [filters, access]}

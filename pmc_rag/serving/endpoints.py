@@ -27,10 +27,10 @@ from pmc_rag.components.answer import Answer
 from pmc_rag.components.bm25_index import BM25Tables, install_bm25_index
 from pmc_rag.components.filter_statistics import ensure_filter_statistics
 from pmc_rag.components.store_connection import connect, on_primary
-from pmc_rag.answer_service import AnswerService, to_haystack_filters, unavailable
+from pmc_rag.answer_service import AnswerService, narrowed, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.pipelines import document_store_of, load_declared_pipeline
-from pmc_rag.serving.access import access_filter, names_collections, with_access
+from pmc_rag.serving.access import access_filter, names_collections
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_request_id, internal_error_detail
@@ -104,7 +104,7 @@ class RetrievalEndpoint(_Endpoint):
         """
         question, _ = redact_personal_data(clean_question(question, self.config.max_question_chars))
         started = time.perf_counter()
-        haystack_filters = with_access(to_haystack_filters(filters), self.document_store, names_collections(filters))
+        haystack_filters = narrowed(to_haystack_filters(filters), self.access(filters))
         try:
             documents = self.declared.run(question=question, filters=haystack_filters, top_k=top_k)["documents"]
             took = round((time.perf_counter() - started) * 1000, 1)
@@ -169,7 +169,7 @@ class AnswerEndpoint(_Endpoint):
         if not body.get("stream"):
             answer = self.service.answer(question, body.get("filters"), body.get("top_k"), conversation_id,
                                          history=history, access=self.access(body.get("filters")))
-            return chat_text(answer, streamed="")
+            return chat_text(answer)
         return self._stream(question, body, conversation_id, history, wants_source_events(headers, body))
 
     def _chat_request(self, messages: list[dict], body: dict) -> tuple[str, str | None, Any]:
@@ -207,7 +207,7 @@ class AnswerEndpoint(_Endpoint):
                 elif kind == "answer":
                     if with_sources:
                         yield status_event("answered", done=True)
-                    yield chat_text(value, streamed="")
+                    yield chat_text(value)
                     if with_sources:
                         yield from source_events(value, pieces.stream.numbers)
 
@@ -290,20 +290,9 @@ def _text(content: Any) -> str:
     raise HTTPException(422, "message `content` must be a string or a list of text parts")
 
 
-def chat_text(answer: Answer, streamed: str) -> str:
-    """The chat message: the answer (unless already streamed and still valid), notes, then the references."""
-    parts = []
-    replaced = answer.kind != "answer" or answer.flags.get("extractive_fallback")
-    if not streamed.strip():
-        parts.append(answer.answer)
-    elif replaced:
-        parts.append("The answer above could not be checked against the sources; what the sources say:\n\n"
-                     + answer.answer)
-    elif (answer.flags.get("claims_removed") or answer.flags.get("citations_corrected")
-          or set(re.findall(r"\[\d+\]", answer.answer)) != set(re.findall(r"\[\d+\]", streamed))):
-        # The streamed text still holds what the checks took out or re-cited: the checked answer follows it.
-        parts.append("With its citations checked:\n\n" + answer.answer)
-    parts.extend(f"_{note}_" for note in answer.notes)
+def chat_text(answer: Answer) -> str:
+    """The chat message: the checked answer, its notes, then the references."""
+    parts = [answer.answer, *(f"_{note}_" for note in answer.notes)]
     references = answer.reference_lines()
     if references:
         parts.append(references)
@@ -311,5 +300,4 @@ def chat_text(answer: Answer, streamed: str) -> str:
         parts.append(answer.web_source_lines())
     if answer.conversation_id:
         parts.append(f"conversation_id: {answer.conversation_id}")
-    text = "\n\n".join(parts)
-    return ("\n\n" + text) if streamed.strip() else text
+    return "\n\n".join(parts)
