@@ -164,8 +164,9 @@ def test_serialization_round_trip():
 
 
 def test_onnx_runtime_and_hayhooks_write_their_caches_in_pmc_rag_home_not_the_user_s(tmp_path):
-    """ONNX Runtime writes a device id and a telemetry store under ~/.cache when imported; every entry point's
-    environment sends it (and Hayhooks' token) to PMC_RAG_HOME/cache, and Hugging Face's cache stays put."""
+    """ONNX Runtime may write a device id and a telemetry store under ~/.cache when imported (it did on the AMD
+    EPYC dev machine, not on CI); every entry point's environment sends it (and Hayhooks' token) to
+    PMC_RAG_HOME/cache, and Hugging Face's cache stays put."""
     import subprocess
     import sys
 
@@ -181,4 +182,4 @@ def test_onnx_runtime_and_hayhooks_write_their_caches_in_pmc_rag_home_not_the_us
     assert not (tmp_path / "user" / ".cache").exists() or not any((tmp_path / "user" / ".cache").rglob("*"))
     written = {p.relative_to(tmp_path / "pmc-home" / "cache").parts[0] for p in
                (tmp_path / "pmc-home" / "cache").rglob("*") if p.is_file()}
-    assert written == {"Microsoft", "hayhooks"}, written
+    assert "hayhooks" in written and written <= {"Microsoft", "hayhooks"}, written
