@@ -179,6 +179,37 @@ class OnnxTextEmbedder:
             vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
         return {"embedding": vector.tolist()}
 
+    def embed_many(self, texts: list[str]) -> list[list[float]]:
+        """The vectors of many short texts (single words: `WordMeaning`), as `run()` would give them one by one.
+
+        Texts of the same length in tokens go through the model together, so no padding is needed and each vector
+        equals its `run()` vector; many single words take a few model calls, not one each."""
+        if self.runtime is None:
+            self.warm_up()
+        texts = [self.prefix + text + self.suffix for text in texts]
+        if self._torch_model is not None:
+            vectors = self._torch_model.encode(texts, normalize_embeddings=self.normalize_embeddings,
+                                               show_progress_bar=False, batch_size=64)
+            return [v.tolist() for v in vectors]
+        import numpy as np
+
+        encoded = [self._tokenizer([text], truncation=True, max_length=self._max_length, return_tensors="np")
+                   for text in texts]
+        by_length: dict[int, list[int]] = {}
+        for index, one in enumerate(encoded):
+            by_length.setdefault(one["input_ids"].shape[1], []).append(index)
+        vectors: list[Any] = [None] * len(texts)
+        for indices in by_length.values():
+            for start in range(0, len(indices), 256):
+                batch = indices[start:start + 256]
+                inputs = {name: np.concatenate([encoded[i][name] for i in batch]).astype(np.int64)
+                          for name in self._input_names}
+                for i, vector in zip(batch, self._session.run(None, inputs)[0]):
+                    if self.normalize_embeddings:
+                        vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
+                    vectors[i] = vector.tolist()
+        return vectors
+
 
 def _module_kinds(model: Any) -> list[str]:
     return [type(module).__name__ for module in model]

@@ -8,6 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import by_paper, canonical_id, content_stems, content_words, quoted_words
+from pmc_rag.components.word_meaning import WordMeaning, names, text_words
 from pmc_rag.serving.conversation import is_follow_up
 
 # Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
@@ -59,6 +60,11 @@ class RelevanceGate:
     `covering`, are always exempt). With `phrases_together`, a subject named by common words ("Is hypoxia associated
     with infection control?") counts too: one paper must name the phrase with the rare words.
 
+    With `meaning_model` (the index's embedding model), these word checks read meaning, not spelling: a passage
+    names a word when it has the word or another within `min_word_similarity` of it ("children" for "kids",
+    "gastric" for "stomach": `WordMeaning`), and a word that carries less than `min_word_weight` of the question's
+    meaning ("brother" in "my brother has drug resistant TB, how many drugs does he need?") is not checked at all.
+
     Usage:
     ```python
     gate = RelevanceGate(min_similarity=0.5)
@@ -72,7 +78,8 @@ class RelevanceGate:
                  min_similarity_with_unknown_words: float | None = None,
                  min_similarity_with_absent_words: float | None = None, specific_word_max_share: float = 0.01,
                  min_similarity_with_words_apart: float | None = None, words_together: int | None = 3,
-                 words_apart_routes: list[str] | None = None, phrases_together: bool = False):
+                 words_apart_routes: list[str] | None = None, phrases_together: bool = False,
+                 meaning_model: str | None = None, min_word_similarity: float = 0.7, min_word_weight: float = 0.0):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -96,6 +103,12 @@ class RelevanceGate:
             surgery": each word too common to be specific, the phrase is not) must be named by the same paper as
             its rarest specific words, their words in the question's order, for `min_similarity_with_words_apart`
             (the question's text comes in as `question`).
+        :param meaning_model: The embedding model that judges words by meaning (a Sentence Transformers name or
+            folder, run by `OnnxTextEmbedder`); None: a word counts only when spelled alike (by stem).
+        :param min_word_similarity: With `meaning_model`, the least cosine similarity of two words' embeddings for
+            a passage's word to name a question's.
+        :param min_word_weight: With `meaning_model`, the least share of the question's meaning a word must carry
+            (1 minus the similarity of the question with and without it) to be checked.
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words)
         if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or (
@@ -114,6 +127,18 @@ class RelevanceGate:
         self.phrases_together = phrases_together
         self.max_gap = max_gap
         self.closest_papers = closest_papers
+        self.meaning_model = meaning_model
+        self.min_word_similarity = min_word_similarity
+        self.min_word_weight = min_word_weight
+        self._meaning: WordMeaning | None = None
+
+    def warm_up(self) -> None:
+        if self.meaning_model and self._meaning is None:
+            from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+            self._meaning = WordMeaning(OnnxTextEmbedder(model=self.meaning_model, normalize_embeddings=True),
+                                        min_similarity=self.min_word_similarity)
+            self._meaning.warm_up()
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, min_similarity=self.min_similarity, max_gap=self.max_gap,
@@ -123,7 +148,8 @@ class RelevanceGate:
                                specific_word_max_share=self.specific_word_max_share,
                                min_similarity_with_words_apart=self.min_similarity_with_words_apart,
                                words_together=self.words_together, words_apart_routes=self.words_apart_routes,
-                               phrases_together=self.phrases_together)
+                               phrases_together=self.phrases_together, meaning_model=self.meaning_model,
+                               min_word_similarity=self.min_word_similarity, min_word_weight=self.min_word_weight)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
@@ -165,8 +191,15 @@ class RelevanceGate:
             word_shares = {w: s for w, s in (word_shares or {}).items() if content_words(w) <= written}
             unknown_words = [w for w in unknown_words or [] if content_words(w) <= written]
         asked = {w.lower() for w in re.findall(r"[\w-]+", topic_question or "")}
+        if self._meaning is not None and question:
+            # Words that carry little of the question's meaning are not checked: "asked" means "left aside".
+            asked |= self._light_words(question, word_shares or {}, unknown_words or [])
         unknown = [w for w in unknown_words or [] if w.strip() and w.lower() not in asked] \
             if self.min_similarity_with_unknown_words is not None else []
+        if unknown and self._meaning is not None:
+            # A word no chunk has may still be named by another word ("miscarrying"): found in the excerpts.
+            words = text_words(" ".join(d.content or "" for d in documents))
+            unknown = [w for w in unknown if not names(w, set(), words, self._meaning)]
         needed = max(self.min_similarity, self.min_similarity_with_unknown_words) if unknown else self.min_similarity
         absent: list[str] = []
         apart: list[str] = []
@@ -240,6 +273,8 @@ class RelevanceGate:
         # subject is often not its paper's ("health care interventions"), while rare words are.
         phrases = self._common_phrases(question, word_shares, asked) \
             if self.phrases_together and question and len(specific) < 2 else []
+        if self._meaning is not None and question:
+            phrases = [p for p in phrases if self._meaning.weight(question, p) >= self.min_word_weight]
         if len(specific) + len(phrases) < 2:
             return []
         texts: dict[str, list[str]] = {}
@@ -249,7 +284,8 @@ class RelevanceGate:
         phrase_stems = [content_stems(p) for p in phrases]
         for parts in texts.values():
             stems = content_stems(" ".join(parts))
-            if all(content_words(w) <= set(stems) for w in specific) and all(
+            words = text_words(" ".join(parts)) if self._meaning is not None else set()
+            if all(names(w, set(stems), words, self._meaning) for w in specific) and all(
                     _names_phrase(stems, phrase) for phrase in phrase_stems):
                 return []
         return specific + phrases
@@ -279,8 +315,36 @@ class RelevanceGate:
         specific = self._specific(word_shares, asked)
         if not specific:
             return []
-        stems = content_words(" ".join(d.content or "" for d in excerpts))
-        return [w for w in specific if not content_words(w) <= stems]
+        text = " ".join(d.content or "" for d in excerpts)
+        stems, words = content_words(text), text_words(text) if self._meaning is not None else set()
+        return [w for w in specific if not names(w, stems, words, self._meaning)]
+
+    def _light_words(self, question: str, word_shares: dict[str, float], unknown_words: list[str]) -> set[str]:
+        """The question's words that the checks would judge (unknown or specific) and that carry less than
+        `min_word_weight` of its meaning, lower case."""
+        judged = {w for w in unknown_words if w.strip()} | {
+            w for w, share in word_shares.items() if share <= self.specific_word_max_share}
+        assert self._meaning is not None
+        return {w.lower() for w in judged
+                if self._meaning.weight(question, _phrase_around(question, w)) < self.min_word_weight}
+
+
+def _phrase_around(question: str, word: str) -> str:
+    """The run of the question's subject words around `word` ("proton pump inhibitors" around "pump"): a subject
+    named by several words shares its meaning out among them, so each is weighed with the others."""
+    tokens = re.findall(r"[\w-]+|[^\w\s]", question)
+    lowered = [t.lower() for t in tokens]
+    if word.lower() not in lowered:
+        return word
+    start = end = lowered.index(word.lower())
+
+    def subject(token: str) -> bool:
+        return bool(content_words(token)) and not _REQUEST_WORD.match(token) and not _FRAME_WORD.match(token)
+    while start > 0 and subject(tokens[start - 1]):
+        start -= 1
+    while end + 1 < len(tokens) and subject(tokens[end + 1]):
+        end += 1
+    return " ".join(tokens[start:end + 1])
 
 
 def _names_phrase(text: list[str], phrase: list[str]) -> bool:

@@ -58,6 +58,18 @@ def test_gives_the_stock_embedders_vectors(fresh_home, stock):
         assert np.abs(ours - theirs).max() < 1e-5, text[:40]
 
 
+def test_many_short_texts_at_once_give_each_one_s_vector(fresh_home, stock):
+    """`embed_many` (the relevance gate's word checks) groups texts by length in tokens; each vector must still be
+    the stock embedder's for that text alone, whatever its group."""
+    embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, threads=1)
+    words = ["kids", "children", "gastric", "semaglutide", "proton pump inhibitors", "x", TEXTS[0]]
+    many = np.array(embedder.embed_many(words))
+    assert many.shape == (len(words), 384)
+    for word, vector in zip(words, many):
+        assert np.abs(vector - np.array(stock.run(text=word)["embedding"])).max() < 1e-5, word
+    assert embedder.embed_many([]) == []
+
+
 def test_prefix_and_no_normalization_follow_the_stock_parameters(fresh_home):
     plain = SentenceTransformersTextEmbedder(model=EMBEDDING_MODEL, prefix="query: ", progress_bar=False)
     plain.warm_up()

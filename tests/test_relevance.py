@@ -220,3 +220,54 @@ def test_a_follow_up_is_judged_by_its_own_words_not_by_the_words_its_search_adde
     # every excerpt is from the papers under discussion (seen on the second held-aside conversations).
     assert gate.run(documents=[excerpt], scored=[excerpt], word_shares={**shares, "part": 0.004},
                     topic_question=topic, question=follow_up) == {"documents": [excerpt]}
+
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_with_the_embedding_model_a_passage_names_a_word_by_meaning_and_light_words_are_not_checked():
+    """Lay words turned good answers away ("None of the closest passages mentions 'kids'", issue 61): with
+    `meaning_model` the checks read meaning. A word the paper says another way passes; a word the paper never
+    means still holds the question back; a word that carries little of the question is not checked."""
+    plain = RelevanceGate(min_similarity=0.5, min_similarity_with_absent_words=0.65, specific_word_max_share=0.01)
+    meaning = RelevanceGate(min_similarity=0.5, min_similarity_with_absent_words=0.65, specific_word_max_share=0.01,
+                            meaning_model=MINILM, min_word_similarity=0.7, min_word_weight=0.1)
+    meaning.warm_up()
+    on_uti = [Document(id="u1", content="Actinobaculum schaalii caused urinary tract infections in children.",
+                       score=0.55, meta={"source_id": "PMC5", "title": "Actinobaculum schaalii in children"})]
+    kids = "is Actinobaculum schaalii a real cause of urinary infections in kids?"
+    shares = {"Actinobaculum": 0.001, "schaalii": 0.001, "kids": 0.002, "real": 0.03, "urinary": 0.01}
+    assert "'kids'" in plain.run(documents=on_uti, scored=on_uti, word_shares=shares, question=kids)["why_unanswered"]
+    assert meaning.run(documents=on_uti, scored=on_uti, word_shares=shares, question=kids) == {"documents": on_uti}
+    # a word no word of the passage means is still missing
+    rabbits = kids.replace("kids", "rabbits")
+    held = meaning.run(documents=on_uti, scored=on_uti, word_shares={**shares, "rabbits": 0.002}, question=rabbits)
+    assert "'rabbits'" in held["why_unanswered"]
+    # "brother" is rare in papers and absent here, but the question means the same without it
+    on_tb = [Document(id="t1", content="Multidrug-resistant tuberculosis regimens of five drugs cured most.",
+                      score=0.57, meta={"source_id": "PMC6", "title": "MDR-TB regimens"})]
+    tb = "my brother has drug resistant TB, how many drugs does he need to take?"
+    tb_shares = {"brother": 0.001, "drug": 0.05, "resistant": 0.01, "TB": 0.004}
+    assert "'brother'" in plain.run(documents=on_tb, scored=on_tb, word_shares=tb_shares, question=tb)["why_unanswered"]
+    assert meaning.run(documents=on_tb, scored=on_tb, word_shares=tb_shares, question=tb) == {"documents": on_tb}
+    # without the question's text there is nothing to weigh: every word is checked as before
+    assert "documents" not in meaning.run(documents=on_tb, scored=on_tb, word_shares=tb_shares)
+    assert RelevanceGate.from_dict(meaning.to_dict()).to_dict() == meaning.to_dict()
+    assert meaning.to_dict()["init_parameters"]["meaning_model"] == MINILM
+
+
+def test_a_subject_of_several_words_is_weighed_whole():
+    from pmc_rag.components.relevance_gate import _phrase_around
+    from pmc_rag.components.word_meaning import WordMeaning
+    from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+    question = "Is peptic ulcer associated with proton pump inhibitors?"
+    assert _phrase_around(question, "pump") == "proton pump inhibitors"
+    assert _phrase_around(question, "peptic") == "peptic ulcer"   # "associated" joins, it names nothing
+    assert _phrase_around("my brother has TB", "brother") == "brother"
+    meaning = WordMeaning(OnnxTextEmbedder(model=MINILM, normalize_embeddings=True))
+    # alone, "pump" carries little; the subject it is part of carries much
+    assert meaning.weight(question, "pump") < 0.1 < meaning.weight(question, "proton pump inhibitors")
+    assert meaning.weight(question, "absent") == 0.0
+    assert meaning.synonym("stomach", {"gastric", "cancer", "korea"}) == "gastric"
+    assert meaning.synonym("semaglutide", {"insulin", "skin-fold", "adolescents"}) is None
