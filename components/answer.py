@@ -163,6 +163,9 @@ class Answer(BaseModel):
     route: str | None = Field(None, description=(
         "the path that answered: `single` (one finding), `summarise` (a named paper), `compare`, `several` "
         "(more than one question), `overview`; null where the pipeline has no router"))
+    safety: str | None = Field(None, description=(
+        "a crisis line shown above the answer when the question may describe someone in danger now but not "
+        "certainly (flag `possible_emergency`); null otherwise"))
     answer: str = Field(description="the displayed answer, with numbered citations `[1]`; every [n] is a checked "
                                     "citation")
     raw_answer: str = Field("", description="the model's reply as written, unchecked")
@@ -194,7 +197,8 @@ class Answer(BaseModel):
         "Ollama, did not), `local_model_failed` (the local model server crashed, hung or could not start; a note "
         "says why and what to do), `personal_question` (a question about someone's own care: the notes say the answer is "
         "not medical advice), `personal_data_removed` (personal data in the answer's text was redacted), "
-        "`web_results` (the indexed papers did not answer; web pages are listed in `web_sources`, apart)"))
+        "`web_results` (the indexed papers did not answer; web pages are listed in `web_sources`, apart), "
+        "`possible_emergency` (the question may describe someone in danger: `safety` is shown first)"))
     notes: list[str] = Field(default_factory=list, description="the flags in words, for display")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="milliseconds per pipeline stage, and "
                                                                            "`total`")
@@ -229,7 +233,7 @@ class Answer(BaseModel):
         """The answer, its notes and its numbered references, as plain text (`pmc-rag ask`)."""
         if self.kind != "answer":  # a fixed reply is its text alone
             return self.answer
-        lines = [self.answer or "(no answer)", ""]
+        lines = ([self.safety, ""] if self.safety else []) + [self.answer or "(no answer)", ""]
         if self.notes:
             lines += [f"Note: {note}" for note in self.notes] + [""]
         if self.references:

@@ -5,6 +5,12 @@ reported twice: the rules alone, and the rules with the exemplar layer (which ne
 `fresh_4`; the other sets are its exemplars, so on them it is measured on what it was built from). The 250
 odd-numbered PubMedQA dev questions, none of them a crisis and none an exemplar (the even-numbered ones are), are
 a further check of false alarms.
+
+A message may also be *possible* danger: answered, with a crisis line on top (`CrisisDecision.possible`). A crisis
+given only that line is counted apart (`possible only`), not as a miss; a research message given it is a false
+alarm of the milder kind (`crisis line`), counted apart from the false emergency replies.
+
+    python -m pmc_rag.evaluation.crisis --train     # retrain the classifier (components/resources/crisis_classifier.json)
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections import defaultdict
 from typing import Any
 
 from pmc_rag.serving.crisis import (HELD_ASIDE_SETS, ExemplarLayer, check_crisis, check_crisis_by_rules,
-                                    labelled_messages)
+                                    labelled_messages, normalise, research_exemplars)
 
 # Held aside and never read message by message: its figures are reported, its failures not listed.
 SEALED_SETS = {"fresh_5"}
@@ -41,6 +47,10 @@ def run_crisis(progress: bool = True, exemplars: ExemplarLayer | None = None) ->
         for check, decision in (("rules", check_crisis_by_rules(message["text"])), ("rules + exemplars", layered)):
             tally = counts[message["set"]][check]
             tally["crises" if crisis else "not_crises"] += 1
+            if decision.possible:
+                tally["possible_only" if crisis else "crisis_lines"] += 1
+                if crisis:
+                    continue
             if decision.crisis != crisis:
                 tally["misses" if crisis else "false_alarms"] += 1
                 wrong.append({"set": message["set"], "check": check, "label": message["label"],
@@ -56,12 +66,14 @@ def run_crisis(progress: bool = True, exemplars: ExemplarLayer | None = None) ->
 
 
 def crisis_markdown(report: dict[str, Any]) -> str:
-    lines = ["| set | check | misses | false alarms |", "|---|---|---:|---:|"]
+    lines = ["| set | check | misses | crises given only the crisis line | false emergency replies | "
+             "research given the crisis line |", "|---|---|---:|---:|---:|---:|"]
     for name, checks in report["counts"].items():
         aside = " (held aside)" if name in report["held_aside_sets"] else ""
         for check, t in checks.items():
             lines.append(f"| {name}{aside} | {check} | {t.get('misses', 0)} of {t.get('crises', 0)} | "
-                         f"{t.get('false_alarms', 0)} of {t.get('not_crises', 0)} |")
+                         f"{t.get('possible_only', 0)} | {t.get('false_alarms', 0)} of {t.get('not_crises', 0)} | "
+                         f"{t.get('crisis_lines', 0)} |")
     timing = report["time_ms"]
     lines += ["", f"Time per message (rules + exemplars): p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f} ms, "
                   f"max {timing['max']:.1f} ms", ""]
@@ -74,3 +86,34 @@ def crisis_markdown(report: dict[str, Any]) -> str:
             kind = "MISSED" if item["label"] == "crisis" else "false alarm"
             lines.append(f"- {kind} ({item['set']}): {item['text']!r} ({item['reason']})")
     return "\n".join(lines)
+
+
+def training_messages() -> tuple[list[str], list[bool], str]:
+    """What the classifier learns from: the labelled messages less the held-aside sets, the even-numbered PubMedQA
+    dev questions and the tuning half of the plain-language questions (research, however personal)."""
+    from pmc_rag.evaluation.plain_questions import load as load_plain
+
+    rows = [m for m in labelled_messages() if m["set"] not in HELD_ASIDE_SETS] + research_exemplars()
+    rows += [{"text": q["question"], "label": "research"} for q in load_plain() if q["set"] == "plain_tuning"]
+    about = (f"{len(rows)} messages: crisis_messages.json less {sorted(HELD_ASIDE_SETS)}, the even-numbered PubMedQA "
+             "dev questions, plain_language_questions.json plain_tuning")
+    return [normalise(r["text"]) for r in rows], [r["label"] == "crisis" for r in rows], about
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from pmc_rag.serving.crisis_classifier import train_crisis_classifier
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", action="store_true", help="retrain the classifier, then report")
+    args = parser.parse_args(argv)
+    if args.train:
+        texts, crises, about = training_messages()
+        print(f"trained on {len(texts)} messages -> {train_crisis_classifier(texts, crises, about=about)}")
+    print(crisis_markdown(run_crisis()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -28,7 +28,7 @@ from pmc_rag.pipelines import DeclaredPipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
-from pmc_rag.serving.crisis import check_crisis, exemplar_layer
+from pmc_rag.serving.crisis import check_crisis, exemplar_layer, safety_line
 from pmc_rag.serving.conversation import (conversation_topic, follow_up_text, is_follow_up, renumber,
                                           standalone_query, topic_papers)
 from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, InputError, SearchFilters, clean_question, fixed_reply,
@@ -290,6 +290,10 @@ def _with_care_notes(answer: dict[str, Any], question: str) -> dict[str, Any]:
     if reads_as_personal(question):
         flags["personal_question"] = True
         notes.insert(0, NOT_MEDICAL_ADVICE)
+    safety = safety_line(check_crisis(question))
+    if safety:  # the question may describe someone in danger now: the crisis line goes above the answer
+        flags["possible_emergency"] = True
+        answer = {**answer, "safety": safety}
     return {**answer, "flags": flags, "notes": notes}
 
 

@@ -292,7 +292,7 @@ def _text(content: Any) -> str:
 
 def chat_text(answer: Answer) -> str:
     """The chat message: the checked answer, its notes, then the references."""
-    parts = [answer.answer, *(f"_{note}_" for note in answer.notes)]
+    parts = ([f"**{answer.safety}**"] if answer.safety else []) + [answer.answer, *(f"_{note}_" for note in answer.notes)]
     references = answer.reference_lines()
     if references:
         parts.append(references)

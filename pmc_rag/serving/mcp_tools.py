@@ -49,6 +49,7 @@ def compact_answer(answer: Any) -> dict[str, Any]:
     return {
         "kind": answer.kind,  # `emergency`: a person may be in danger; the answer is where to get help, not papers
         "route": answer.route,  # which path answered (a routed pipeline): summarise, compare, ...
+        "safety": answer.safety,  # a crisis line to show above the answer (the question may describe danger)
         "answer": answer.answer,
         "references": [{"number": r.number, "source_id": r.source_id, "title": r.title, "journal": r.journal,
                         "year": r.year, "url": r.url, "origin": r.origin, "supporting_sentence": r.evidence,
