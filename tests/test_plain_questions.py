@@ -33,3 +33,18 @@ def test_an_answer_states_the_gold_finding_only_citing_the_gold_paper_with_its_w
                   "gold_sentences": GOLD}, away)
     assert row["turned_away"] and not row["cites_gold"] and not row["emergency"]
     assert "| plain_tuning | full_text | 1 | 0% | 0% | 0% | 100% | 0 |" in table([row])
+
+
+def test_directions_are_judged_against_the_gold_verdict_and_shown_only_above_the_threshold():
+    import numpy as np
+
+    from pmc_rag.evaluation.directions import labelled, negation_floor, shown_precision
+
+    tuning, held = labelled()
+    assert len(tuning) == len(held) == 250 and not {r["question"] for r in tuning} & {r["question"] for r in held}
+    assert negation_floor("Erlotinib did not prolong survival.") == "no"
+    assert negation_floor("Erlotinib prolonged survival.") == "yes"
+    probabilities = np.array([[0.1, 0.05, 0.85], [0.7, 0.2, 0.1], [0.3, 0.6, 0.1], [0.05, 0.05, 0.9]])
+    # classes maybe/no/yes: shown are the 0.85 "yes" and the 0.9 "yes" (the 0.7 is "maybe", never a direction)
+    assert shown_precision(probabilities, ["maybe", "no", "yes"], ["yes", "maybe", "no", "no"], 0.8) == (2, 0.5)
+    assert shown_precision(probabilities, ["maybe", "no", "yes"], ["yes"] * 4, 0.95)[0] == 0
