@@ -229,13 +229,24 @@ class Answer(BaseModel):
         """The sections of the paper that citations [number] come from, in order, once each."""
         return list(dict.fromkeys(c.section for c in self.citations if c.number == number and c.section))
 
-    def as_text(self) -> str:
-        """The answer, its notes and its numbered references, as plain text (`pmc-rag ask`)."""
+    def caveat(self, more_at: str = "--explain") -> str | None:
+        """The one line of caveat shown under the answer: its first note, and how many more there are and where
+        (`more_at`: `pmc-rag ask --explain`, a chat's JSON, the page's details)."""
+        if not self.notes:
+            return None
+        more = len(self.notes) - 1
+        return self.notes[0] + (f" ({more} more note{'s' if more > 1 else ''}: {more_at})" if more else "")
+
+    def as_text(self, explain: bool = False) -> str:
+        """The answer first, with at most one line of caveat, then its numbered references, as plain text (`pmc-rag
+        ask`); `explain`: every note, and which model answered and why (`pmc-rag ask --explain`)."""
         if self.kind != "answer":  # a fixed reply is its text alone
             return self.answer
         lines = ([self.safety, ""] if self.safety else []) + [self.answer or "(no answer)", ""]
-        if self.notes:
+        if explain and self.notes:
             lines += [f"Note: {note}" for note in self.notes] + [""]
+        elif self.notes:
+            lines += [f"Note: {self.caveat()}", ""]
         if self.references:
             lines.append("References")
         for ref in sorted(self.references, key=lambda r: r.number):
@@ -263,7 +274,13 @@ class Answer(BaseModel):
         total = self.timings_ms.get("total", 0) / 1000
         by = self.model or ("no model (none was asked)" if self.flags.get("not_answered") else
                             "no model (passages quoted)")
-        lines += ["", f"Answered by {by} in {total:.1f} s" + (f" (route: {self.route})" if self.route else "")]
+        if explain:
+            failed = f"; failed first: {', '.join(self.failed_generators)}" if self.failed_generators else ""
+            lines += ["", f"Answered by {by} in {total:.1f} s" + (f" (route: {self.route})" if self.route else "")
+                      + failed]
+            # what was removed is described, never quoted: it is model text that failed the checks
+            lines += [f"Removed: a sentence citing {', '.join(claim.cited) or 'nothing'} ({claim.judgement}"
+                      + (f", {claim.reason}" if claim.reason else "") + ")" for claim in self.removed_claims]
         return "\n".join(lines)
 
 

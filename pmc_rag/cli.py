@@ -102,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--pipeline", default=DEFAULT_ANSWER_PIPELINE,
                      help="answering pipeline YAML (default: %(default)s)")
     ask.add_argument("--json", action="store_true", help="print the whole answer object as JSON")
+    ask.add_argument("--explain", action="store_true",
+                     help="every note, the sentences removed, and which model answered and why")
     ask.set_defaults(handler=_ask)
 
     serve = commands.add_parser("serve", help="serve the endpoints of hayhooks.yml over HTTP (REST and OpenAI chat)")
@@ -315,7 +317,8 @@ def _ask(args: argparse.Namespace) -> int:
         if error.status_code >= 500 and error.__cause__ is not None:
             raise error.__cause__ from None
         raise ValueError(error.detail) from None
-    print(json.dumps(answer.model_dump(mode="json"), indent=2, ensure_ascii=False) if args.json else answer.as_text())
+    print(json.dumps(answer.model_dump(mode="json"), indent=2, ensure_ascii=False) if args.json
+          else answer.as_text(explain=args.explain))
     return 0
 
 

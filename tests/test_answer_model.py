@@ -53,3 +53,26 @@ def test_cli_and_chat_render_the_same_references_and_the_chat_reads_its_numbers_
 def test_a_fixed_reply_renders_as_its_text_alone():
     reply = Answer(kind="small_talk", question="hello", answer="Hello! Ask me about the literature.")
     assert reply.as_text() == "Hello! Ask me about the literature." and reply.reference_lines() == ""
+
+
+def test_the_answer_comes_first_with_one_line_of_caveat_and_the_rest_on_request():
+    """Issue 61, item 5: what the reader sees first is the answer; the other notes, what was removed and which
+    model answered go to `--explain`, the JSON and the page's details."""
+    from pmc_rag.serving.endpoints import chat_text
+
+    answer = Answer.model_validate({**built_answer(), "model": "qwen", "failed_generators": ["ollama"],
+                                    "notes": ["Not medical advice.", "Left out 1 sentence(s).", "Ollama failed."],
+                                    "removed_claims": [{"text": "Erlotinib cures everyone.", "cited": ["PMC123"],
+                                                        "judgement": "contradicted", "reason": "negation"}]})
+    brief = answer.as_text()
+    assert brief.startswith("Erlotinib prolonged progression-free survival [1].\n\nNote: Not medical advice. "
+                            "(2 more notes: --explain)\n\nReferences")
+    assert "Left out" not in brief and "Answered by" not in brief and "Removed" not in brief
+    full = answer.as_text(explain=True)
+    assert "Note: Left out 1 sentence(s)." in full and "Note: Ollama failed." in full
+    assert "Answered by qwen" in full and "failed first: ollama" in full
+    assert "Removed: a sentence citing PMC123 (contradicted, negation)" in full
+    assert "cures everyone" not in full  # model text that failed the checks is described, never shown
+    chat = chat_text(answer)
+    assert "_Not medical advice. (2 more notes: the answer's JSON has them)_" in chat and "Left out" not in chat
+    assert Answer.model_validate({**built_answer(), "notes": ["Only one."]}).caveat() == "Only one."

@@ -858,9 +858,9 @@ def test_pmc_rag_ask_and_the_server_give_the_same_answers_and_refusals(client, s
         else:  # one generation each: compare what does not depend on it
             assert [s["chunk_id"] for s in from_cli["sources"]] == [s["chunk_id"] for s in served["sources"]]
             assert set(served) - set(from_cli) <= {"cached"}  # the server's object only says it was not cached
-    plain = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "--pipeline", pipeline, QUESTION],
-                           cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
-    # no Ollama here: the answer's note says which model answered; no warning lines before it
+    plain = subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", "--explain", "--pipeline", pipeline,
+                            QUESTION], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    # no Ollama here: --explain says which model answered (issue 61: not in the brief answer); no warnings before it
     assert plain.returncode == 0 and plain.stderr == "", plain.stderr
     assert "Answered by" in plain.stdout and "Connection refused" not in plain.stdout
     for bad in ("   ", "why\x07 is the sky blue?"):

@@ -292,7 +292,8 @@ def _text(content: Any) -> str:
 
 def chat_text(answer: Answer) -> str:
     """The chat message: the checked answer, its notes, then the references."""
-    parts = ([f"**{answer.safety}**"] if answer.safety else []) + [answer.answer, *(f"_{note}_" for note in answer.notes)]
+    caveat = answer.caveat(more_at="the answer's JSON has them")
+    parts = ([f"**{answer.safety}**"] if answer.safety else []) + [answer.answer] + ([f"_{caveat}_"] if caveat else [])
     references = answer.reference_lines()
     if references:
         parts.append(references)
