@@ -67,6 +67,7 @@ def run_routes(progress: bool = True, path: str | None = None, router_pipeline: 
             print(f"  {number}/{len(questions)} questions", flush=True)
     times_ms.sort()
     single_findings = _pubmedqa_routes(router, embedder)
+    single_findings["plain"] = _plain_routes(router, embedder)
     if with_model is not None:
         single_findings["with_model"] = _pubmedqa_routes(with_model, embedder, model_questions)
     return {"single_findings": single_findings,
@@ -112,6 +113,24 @@ def _pubmedqa_routes(router: QuestionRouter, embedder: Any, limit: int | None = 
     return {"questions": len(questions), "elsewhere": elsewhere}
 
 
+def _plain_routes(router: QuestionRouter, embedder: Any) -> dict[str, Any]:
+    """The plain-language questions (issue 61) through the router: each asks for one finding in a patient's,
+    clinician's or researcher's words, written by another method than the labelled route questions. Per half, how
+    many take the single path; the questions sent elsewhere are listed for the tuning half only (the other is
+    sealed)."""
+    from pmc_rag.evaluation.plain_questions import load
+
+    halves: dict[str, dict[str, Any]] = {}
+    for question in load():
+        route, layer, _ = router.decide(question["question"], embedder.run(text=question["question"])["embedding"])
+        half = halves.setdefault(question["set"], {"questions": 0, "single": 0, "elsewhere": []})
+        half["questions"] += 1
+        half["single"] += route == "single"
+        if route != "single" and question["set"] == "plain_tuning":
+            half["elsewhere"].append({"route": route, "layer": layer, "question": question["question"]})
+    return halves
+
+
 def routes_markdown(report: dict[str, Any]) -> str:
     kinds = [k for k in ROUTES if any(k in checks["rules"] for checks in report["counts"].values())]
     lines = ["| set | check | " + " | ".join(kinds) + " | all |", "|---|---|" + "---:|" * (len(kinds) + 1)]
@@ -134,6 +153,11 @@ def routes_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"PubMedQA dev questions (each asks for one finding): {single['questions'] - len(elsewhere)} of "
                       f"{single['questions']} take the single path; {len(elsewhere)} another:"]
         lines += [f"- {item['route']} ({item['layer']}): {item['question']!r}" for item in elsewhere]
+        for half, figures in (single.get("plain") or {}).items():
+            lines += ["", f"Plain-language questions, {half} (each asks for one finding): {figures['single']} of "
+                          f"{figures['questions']} take the single path"
+                          + (" (sealed: the others are not listed)" if half != "plain_tuning" else ":")]
+            lines += [f"- {item['route']} ({item['layer']}): {item['question']!r}" for item in figures["elsewhere"]]
         model = single.get("with_model")
         if model:
             lines += ["", f"With the model layer, the first {model['questions']} of them: "
