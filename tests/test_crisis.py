@@ -153,15 +153,15 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     assert sum(m["label"] == "crisis" for m in labelled_messages()) >= 150
     for name, checks in report["counts"].items():
         if name != "fresh_5":
-            assert checks["rules + exemplars"].get("misses", 0) == 0, (name, report["wrong"])
-    sealed = report["counts"]["fresh_5"]["rules + exemplars"]
+            assert checks["rules + exemplars + classifier"].get("misses", 0) == 0, (name, report["wrong"])
+    sealed = report["counts"]["fresh_5"]["rules + exemplars + classifier"]
     assert sealed["crises"] == 42 and sealed.get("misses", 0) <= 2 and sealed.get("false_alarms", 0) == 0
     assert sealed.get("crisis_lines", 0) <= 3   # research questions given the crisis line, of 28
     assert not [w for w in report["wrong"] if w["set"] == "fresh_5"]  # reported as figures only
-    aside = report["counts"]["fresh_4"]["rules + exemplars"]
+    aside = report["counts"]["fresh_4"]["rules + exemplars + classifier"]
     assert aside.get("false_alarms", 0) <= 0.15 * aside["not_crises"]
-    assert report["counts"]["pubmedqa_dev_odd"]["rules + exemplars"].get("false_alarms", 0) <= 5  # of 250
-    assert report["counts"]["pubmedqa_dev_odd"]["rules + exemplars"].get("crisis_lines", 0) <= 5
+    pubmedqa = report["counts"]["pubmedqa_dev_odd"]["rules + exemplars + classifier"]
+    assert pubmedqa.get("false_alarms", 0) <= 5 and pubmedqa.get("crisis_lines", 0) <= 5  # of 250
 
 
 def test_the_crisis_classifier_learns_and_reads_its_weights_without_a_library(tmp_path):
