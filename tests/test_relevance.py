@@ -271,3 +271,29 @@ def test_a_subject_of_several_words_is_weighed_whole():
     assert meaning.weight(question, "absent") == 0.0
     assert meaning.synonym("stomach", {"gastric", "cancer", "korea"}) == "gastric"
     assert meaning.synonym("semaglutide", {"insulin", "skin-fold", "adolescents"}) is None
+
+
+def test_an_answer_whose_papers_do_not_test_the_question_says_so_and_drops_its_verdict():
+    """Issue 61, item 4: "Does metformin reduce cardiovascular events in type 2 diabetes?" was answered with
+    sentences on bedtime insulin and insulin resistance, as if they answered it."""
+    from pmc_rag.components.answer_scope import RELATED_ONLY, AnswerScope
+
+    scope = AnswerScope(meaning_model=MINILM)
+    question = "Does metformin reduce cardiovascular events in type 2 diabetes?"
+    related = {"answer": "Yes. Bedtime NPH insulin was effective [1].", "flags": {}, "notes": [],
+               "references": [{"source_id": "PMID:1", "title": "Bedtime insulin in type 2 diabetes",
+                               "evidence": "Bedtime NPH insulin was effective in type 2 diabetes."}],
+               "citations": [{"source_id": "PMID:1", "evidence": "Bedtime NPH insulin was effective.",
+                              "claim": "Metformin reduces cardiovascular events in type 2 diabetes."}]}
+    shown = scope.run(answer=related, question=question)["answer"]
+    assert shown["flags"]["related_only"] and shown["answer"] == f"{RELATED_ONLY} Bedtime NPH insulin was effective [1]."
+    assert shown["notes"][-1].startswith("No cited paper names 'metformin' and 'diabetes' together")
+    direct = {**related, "references": [{"source_id": "PMID:2", "title": "Metformin in type 2 diabetes",
+                                         "evidence": "Metformin lowered cardiovascular events by a third."}],
+              "citations": []}
+    assert scope.run(answer=direct, question=question)["answer"] == direct
+    assert scope.run(answer={**related, "flags": {"not_answered": True}}, question=question)["answer"]["flags"] == {
+        "not_answered": True}
+    assert scope.run(answer=related, question=question, route="compare")["answer"] == related
+    assert scope.subjects(question) == ["metformin", "diabetes"]   # the two weightiest, heaviest first
+    assert AnswerScope.from_dict(scope.to_dict()).to_dict() == scope.to_dict()
