@@ -49,7 +49,7 @@ def run_routes(progress: bool = True, path: str | None = None, router_pipeline: 
         times_ms.append((time.perf_counter() - started) * 1000)
         layers[layer] += 1
         by_rules, _, _ = rules_only.decide(row["question"])
-        checks = [("rules", by_rules), ("rules + exemplars + classifier", route)]
+        checks = [("rules", by_rules), ("rules + exemplars", route)]
         if with_model is not None:
             by_model, model_layer, _ = with_model.decide(row["question"], embedding,
                                                          leave_out=row["set"] != "held_aside")

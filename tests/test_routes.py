@@ -381,7 +381,7 @@ def test_a_summary_cites_only_the_named_paper_with_each_citation_s_section(route
     assert any("key finding of" in note for note in answer["notes"])
     read_sections = {s["section"] for s in answer["sources"] if s["in_prompt"]}
     assert {c["section"] for c in answer["citations"]} - read_sections
-    text = Answer.model_validate(answer).as_text()
+    text = Answer.model_validate(answer).as_text(explain=True)  # the route is in the explanation (issue 61)
     assert "sections cited: " in text and "(route: summarise)" in text
     gone = answer_question(routed, "Summarise PMC1")
     assert gone["flags"]["not_answered"] and "No indexed paper is 'PMC1'" in gone["notes"][0]
