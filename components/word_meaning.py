@@ -85,8 +85,40 @@ def names(word: str, stems: set[str], words: set[str], meaning: WordMeaning | No
     by a word of the same meaning."""
     if content_words(word) <= stems:
         return True
-    return meaning is not None and all(meaning.synonym(part, words) is not None
-                                       for part in re.findall(r"[^\W\d_]{3,}", word)[:3])
+    parts = re.findall(r"[^\W\d_]{3,}", word)[:3]
+    return meaning is not None and all(spelled_near(part, words) or meaning.synonym(part, words) is not None
+                                       for part in parts)
+
+
+def spelled_near(word: str, words: set[str]) -> bool:
+    """Whether the text has the word misspelled or inflected otherwise ("acupunture" for "acupuncture",
+    "depresion" for "depression", "sicker" for "sick"): one edit for words of five letters or more, two for eight
+    or more (or two letters fewer at the end)."""
+    word = word.lower()
+    if len(word) < 5:
+        return False
+    for other in words:
+        if other[:1] != word[:1] or abs(len(other) - len(word)) > 2:
+            continue
+        limit = 2 if len(word) >= 8 or other == word[:-2] else 1
+        if _edits(word, other, limit) <= limit:
+            return True
+    return False
+
+
+def _edits(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of a and b, or limit + 1 once it must exceed limit."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
 
 
 def text_words(text: str) -> set[str]:

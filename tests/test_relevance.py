@@ -297,3 +297,13 @@ def test_an_answer_whose_papers_do_not_test_the_question_says_so_and_drops_its_v
     assert scope.run(answer=related, question=question, route="compare")["answer"] == related
     assert scope.subjects(question) == ["metformin", "diabetes"]   # the two weightiest, heaviest first
     assert AnswerScope.from_dict(scope.to_dict()).to_dict() == scope.to_dict()
+
+
+def test_a_misspelled_or_inflected_word_is_named_by_its_spelling():
+    from pmc_rag.components.word_meaning import spelled_near
+
+    assert spelled_near("acupunture", {"acupuncture", "depression"})    # one letter left out
+    assert spelled_near("depresion", {"depression"}) and spelled_near("sicker", {"sick"})
+    assert not spelled_near("oxacillin", {"oxaliplatin"})               # another drug, not a misspelling
+    assert not spelled_near("kids", {"kid"})                            # too short to judge by letters
+    assert not spelled_near("intravenous", {"intraventricular"})
