@@ -28,7 +28,7 @@ from pmc_rag.pipelines import DeclaredPipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
-from pmc_rag.serving.crisis import check_crisis, exemplar_layer, safety_line
+from pmc_rag.serving.crisis import check_crisis, emergency_reply_for, exemplar_layer, safety_line
 from pmc_rag.serving.conversation import (conversation_topic, follow_up_text, is_follow_up, renumber,
                                           standalone_query, topic_papers)
 from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, InputError, SearchFilters, clean_question, fixed_reply,
@@ -107,13 +107,19 @@ class AnswerService:
         if fixed and fixed["kind"] == "emergency" and self._continues_a_conversation(question, conversation_id,
                                                                                      history):
             fixed = _fixed(question, redacted, started, follow_up=True)
+        possible = not fixed and check_crisis(question).possible
+        if possible and self._follows_an_emergency(conversation_id, history):
+            # possible danger in a conversation that began in danger ("my wife is bleeding after the birth", then
+            # "What about perinatal bleeding?") is that danger still
+            fixed = _fixed(question, redacted, started, certain=True)
         if fixed:
             self._audit(question, 200, fixed, conversation_id)
             log.info("%s status=200 kind=%s", self.name, fixed["kind"])
             return Answer.model_validate(fixed)
         try:
             return self._answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
-                                stream, on_token)
+                                stream, on_token, research_follow_up=possible and self._continues_a_conversation(
+                                    question, conversation_id, history))
         except HTTPException:
             raise
         except Exception as error:  # the database (or a model) failed mid-answer: 503 if the database is down
@@ -124,7 +130,7 @@ class AnswerService:
 
     def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
                 top_k: int | None, conversation_id: str | None, history: Any, stream: AnswerProgress | None,
-                on_token: Any) -> Answer:
+                on_token: Any, research_follow_up: bool = False) -> Answer:
         state = self._conversation(conversation_id)
         if history is not None:
             state.questions, state.numbers, state.cited_per_turn = history
@@ -150,7 +156,7 @@ class AnswerService:
                 answer.get("model") is None and answer.get("failed_generators"))
             if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
                 self.cache.put(key, answer, generation)
-        answer = _with_care_notes(renumber(dict(answer), state.numbers), question)
+        answer = _with_care_notes(renumber(dict(answer), state.numbers), question, research_follow_up)
         answer.update(kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
                       conversation_id=state.conversation_id)
         if cached:
@@ -176,6 +182,16 @@ class AnswerService:
             return bool(previous) and is_follow_up(standalone_query(question, previous)) and not any(
                 check_crisis(follow_up_text(earlier)).crisis for earlier in previous)
         except Exception:  # an unknown conversation, the database down: the emergency reply stands
+            return False
+
+    def _follows_an_emergency(self, conversation_id: str | None, history: Any) -> bool:
+        """Whether an earlier message of the conversation was an emergency (where it cannot be read: no)."""
+        if conversation_id is None and history is None:
+            return False
+        try:
+            previous = history[0] if history is not None else self._conversation(conversation_id).questions
+            return any(check_crisis(follow_up_text(earlier)).crisis for earlier in previous)
+        except Exception:  # an unknown conversation, the database down: the answer (with its crisis line) stands
             return False
 
     def _conversation(self, conversation_id: str | None) -> ConversationState:
@@ -269,8 +285,11 @@ def fixed_answer(question: Any, max_question_chars: int) -> Answer | None:
     return Answer.model_validate(fixed) if fixed else None
 
 
-def _fixed(question: str, redacted: list[str], started: float, follow_up: bool = False) -> dict[str, Any] | None:
-    fixed = fixed_reply(question, follow_up)
+def _fixed(question: str, redacted: list[str], started: float, follow_up: bool = False,
+           certain: bool = False) -> dict[str, Any] | None:
+    """The fixed reply's answer object, or None; `certain`: the emergency reply to a message the check found
+    possible danger in (a conversation that began with an emergency)."""
+    fixed = ("emergency", emergency_reply_for(question)) if certain else fixed_reply(question, follow_up)
     if not fixed:
         return None
     kind, text = fixed
@@ -278,7 +297,7 @@ def _fixed(question: str, redacted: list[str], started: float, follow_up: bool =
             "notes": [], "timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}}
 
 
-def _with_care_notes(answer: dict[str, Any], question: str) -> dict[str, Any]:
+def _with_care_notes(answer: dict[str, Any], question: str, research_follow_up: bool = False) -> dict[str, Any]:
     """The answer, with personal data its text holds redacted (as the question's is), and a not-medical-advice
     note for a question about someone's own care; each named in the flags and notes."""
     flags, notes = dict(answer.get("flags", {})), list(answer.get("notes", []))
@@ -290,7 +309,8 @@ def _with_care_notes(answer: dict[str, Any], question: str) -> dict[str, Any]:
     if reads_as_personal(question):
         flags["personal_question"] = True
         notes.insert(0, NOT_MEDICAL_ADVICE)
-    safety = safety_line(check_crisis(question))
+    # a follow-up in a conversation about research naming no one is judged as the emergency check judges it
+    safety = safety_line(check_crisis(question, follow_up=research_follow_up))
     if safety:  # the question may describe someone in danger now: the crisis line goes above the answer
         flags["possible_emergency"] = True
         answer = {**answer, "safety": safety}

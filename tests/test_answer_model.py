@@ -74,5 +74,8 @@ def test_the_answer_comes_first_with_one_line_of_caveat_and_the_rest_on_request(
     assert "Removed: a sentence citing PMC123 (contradicted, negation)" in full
     assert "cures everyone" not in full  # model text that failed the checks is described, never shown
     chat = chat_text(answer)
-    assert "_Not medical advice. (2 more notes: the answer's JSON has them)_" in chat and "Left out" not in chat
+    assert "_Not medical advice. (2 more notes: details below)_" in chat
+    # the other notes follow the references, folded
+    assert chat.index("References:") < chat.index("<details><summary>Details</summary>") < chat.index("- Left out")
+    assert "- Answered by qwen (failed first: ollama)" in chat and "cures everyone" not in chat
     assert Answer.model_validate({**built_answer(), "notes": ["Only one."]}).caveat() == "Only one."

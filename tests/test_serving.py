@@ -178,13 +178,15 @@ def test_a_person_in_danger_gets_the_same_reply_from_rest_stream_and_chat(client
 
 def test_a_research_follow_up_is_answered_though_its_words_alone_read_as_an_emergency(client):
     follow_up = "What about perinatal bleeding?"  # seen in a conversation evaluation, 2026-11-27
-    assert client.post("/rag/run", json={"question": follow_up}).json()["result"]["kind"] == "emergency"
+    # alone, danger is possible: answered, with the crisis line first (issue 61), or the emergency reply
+    alone = client.post("/rag/run", json={"question": follow_up}).json()["result"]
+    assert alone["kind"] == "emergency" or "emergency number" in (alone["safety"] or "")
     chat = client.post("/v1/chat/completions", json=_chat(QUESTION, follow_up)).json()
     assert "emergency number" not in chat["choices"][0]["message"]["content"]
     # after a message that was an emergency, the same follow-up is one too
     in_danger = client.post("/v1/chat/completions", json=_chat("my wife is bleeding heavily after giving birth",
                                                                  follow_up)).json()
-    assert "emergency number" in in_danger["choices"][0]["message"]["content"]
+    assert in_danger["choices"][0]["message"]["content"].startswith("This sounds like an emergency")
 
 
 def test_a_five_turn_conversation_keeps_its_citation_numbers(client):
@@ -426,7 +428,10 @@ def test_the_built_in_page_streams_cited_answers_in_a_browser(serve_config, pg_c
         ask("What about its side effects?")  # the conversation continues: same numbers, a follow-up note
         _wait_for(browser, ".turn:nth-of-type(3) .meta")
         follow_up = browser.find_elements(By.CSS_SELECTOR, ".turn")[-1]
-        assert "follow-up" in follow_up.text.lower()
+        # the follow-up note is the caveat under the answer, or in the details (issue 61: one line of caveat)
+        assert "follow-up" in follow_up.get_attribute("textContent").lower()
+        details = follow_up.find_elements(By.CSS_SELECTOR, "details.notes")
+        assert not details or details[0].get_attribute("open") is None  # folded until asked for
         numbers = {item.get_attribute("id").rsplit("-", 1)[1]: item.get_attribute("data-source-id")
                    for item in follow_up.find_elements(By.CSS_SELECTOR, ".references li")}
         assert numbers.get("1", "PMC4816447") == "PMC4816447"

@@ -528,6 +528,15 @@ def safety_line(decision: CrisisDecision) -> str | None:
     return _SAFETY_LINE.get(decision.language, _SAFETY_LINE["en"]) if decision.possible else None
 
 
+def emergency_reply_for(message: str) -> str:
+    """The emergency reply to a message in which the check found danger possible, where the context makes it
+    certain (a conversation that began with an emergency): its category and language as the check read them."""
+    decision = check_crisis(message)
+    reply = crisis_reply(CrisisDecision(True, decision.category or "other", decision.language, "in context"))
+    assert reply is not None
+    return reply
+
+
 def crisis_reply(decision: CrisisDecision) -> str | None:
     """The reply to a crisis, in the message's language (English where it is not French, German or Spanish);
     None when the decision is not a crisis."""

@@ -291,14 +291,19 @@ def _text(content: Any) -> str:
 
 
 def chat_text(answer: Answer) -> str:
-    """The chat message: the checked answer, its notes, then the references."""
-    caveat = answer.caveat(more_at="the answer's JSON has them")
+    """The chat message: a crisis line if any, the checked answer with one line of caveat, the references, then
+    the other notes and which model answered, folded (`<details>`, which Open WebUI shows closed)."""
+    caveat = answer.caveat(more_at="details below")
     parts = ([f"**{answer.safety}**"] if answer.safety else []) + [answer.answer] + ([f"_{caveat}_"] if caveat else [])
     references = answer.reference_lines()
     if references:
         parts.append(references)
     if answer.web_sources:
         parts.append(answer.web_source_lines())
+    if answer.kind == "answer" and (len(answer.notes) > 1 or answer.model):
+        failed = f" (failed first: {', '.join(answer.failed_generators)})" if answer.failed_generators else ""
+        lines = [f"- {note}" for note in answer.notes[1:]] + [f"- Answered by {answer.model or 'no model'}{failed}"]
+        parts.append("<details><summary>Details</summary>\n\n" + "\n".join(lines) + "\n</details>")
     if answer.conversation_id:
         parts.append(f"conversation_id: {answer.conversation_id}")
     return "\n\n".join(parts)
