@@ -28,7 +28,8 @@ from pmc_rag.pipelines import DeclaredPipeline
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
-from pmc_rag.serving.crisis import check_crisis, emergency_reply_for, exemplar_layer, safety_line
+from pmc_rag.serving.crisis import check_crisis, emergency_reply_for, exemplar_layer
+from pmc_rag.serving.crisis_replies import safety_line
 from pmc_rag.serving.conversation import (conversation_topic, follow_up_text, is_follow_up, renumber,
                                           standalone_query, topic_papers)
 from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, InputError, SearchFilters, clean_question, fixed_reply,

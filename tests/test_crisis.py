@@ -205,7 +205,7 @@ def test_a_question_that_may_describe_danger_is_answered_with_the_crisis_line_on
     emergency reply; research stays research."""
     from pmc_rag.answer_service import _with_care_notes
     from pmc_rag.components.answer import Answer
-    from pmc_rag.serving.crisis import safety_line
+    from pmc_rag.serving.crisis_replies import safety_line
     from pmc_rag.serving.endpoints import chat_text
 
     # a wish in words no rule has: caught by the classifier, as possible danger at least

@@ -24,7 +24,8 @@ from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pmc_rag.components.citations import canonical_id
-from pmc_rag.serving.crisis import check_crisis, crisis_reply
+from pmc_rag.serving.crisis import check_crisis
+from pmc_rag.serving.crisis_replies import crisis_reply
 from pmc_rag.ingestion.documents import COLLECTION_NAME, COLLECTION_RULE
 
 
