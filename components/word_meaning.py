@@ -39,6 +39,7 @@ class WordMeaning:
         self.min_similarity = min_similarity
         self.cache_size = cache_size
         self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._texts: OrderedDict[str, Any] = OrderedDict()
 
     def warm_up(self) -> None:
         self.embedder.warm_up()
@@ -76,8 +77,18 @@ class WordMeaning:
         without = re.sub(r"\s+", " ", without).strip()
         if without == re.sub(r"\s+", " ", question).strip():
             return 0.0
-        whole, rest = (np.asarray(self.embedder.run(text=t)["embedding"]) for t in (question, without))
+        whole, rest = self._text_vector(question), self._text_vector(without)
         return float(1 - whole @ rest / max(float(np.linalg.norm(whole) * np.linalg.norm(rest)), 1e-12))
+
+    def _text_vector(self, text: str) -> Any:
+        """A question's embedding, kept for the question's other words (each weighed against the whole)."""
+        import numpy as np
+
+        if text not in self._texts:
+            self._texts[text] = np.asarray(self.embedder.run(text=text)["embedding"])
+            while len(self._texts) > 64:
+                self._texts.popitem(last=False)
+        return self._texts[text]
 
 
 def names(word: str, stems: set[str], words: set[str], meaning: WordMeaning | None) -> bool:
