@@ -22,11 +22,11 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import content_stems, content_words
-from pmc_rag.components.relevance_gate import _FRAME_WORD, _REQUEST_WORD
+from pmc_rag.components.claim_signals import without_verdict
+from pmc_rag.components.relevance_gate import is_subject_word
 from pmc_rag.components.word_meaning import WordMeaning, names, text_words
 
 RELATED_ONLY = "None of the papers found tests this question directly; their closest findings are related, not an answer:"
-_LEADING_VERDICT = re.compile(r"^\W*(?:yes|no|maybe)\b\W*", re.IGNORECASE)
 
 
 @component
@@ -81,7 +81,7 @@ class AnswerScope:
         subjects = self.subjects(question)
         if len(subjects) < 2 or any(self._names_all(subjects, text) for text in self._paper_texts(answer, documents)):
             return {"answer": answer}
-        text = _LEADING_VERDICT.sub("", answer.get("answer") or "", count=1)
+        text = without_verdict(answer.get("answer") or "")
         notes = [*answer.get("notes", []), "No cited paper names " + " and ".join(repr(s) for s in subjects) +
                  " together: the findings quoted are about part of the question."]
         return {"answer": {**answer, "answer": f"{RELATED_ONLY} {text}".strip(), "notes": notes,
@@ -121,7 +121,7 @@ def _subject_runs(question: str) -> list[str]:
     """Runs of the question's subject words: content words that neither ask nor join ("associated", "affect")."""
     runs, run = [], []
     for token in re.findall(r"[\w-]+|[^\w\s]", question) + ["."]:
-        if content_stems(token) and not _REQUEST_WORD.match(token) and not _FRAME_WORD.match(token):
+        if is_subject_word(token):
             run.append(token)
             continue
         if run:

@@ -329,6 +329,12 @@ class RelevanceGate:
                 if self._meaning.weight(question, _phrase_around(question, w)) < self.min_word_weight}
 
 
+def is_subject_word(token: str) -> bool:
+    """A word that can name a question's subject: it has content, and it neither asks ("summarise") nor joins or
+    judges subjects ("associated", "affect")."""
+    return bool(content_words(token)) and not _REQUEST_WORD.match(token) and not _FRAME_WORD.match(token)
+
+
 def _phrase_around(question: str, word: str) -> str:
     """The run of the question's subject words around `word` ("proton pump inhibitors" around "pump"): a subject
     named by several words shares its meaning out among them, so each is weighed with the others."""
@@ -338,11 +344,9 @@ def _phrase_around(question: str, word: str) -> str:
         return word
     start = end = lowered.index(word.lower())
 
-    def subject(token: str) -> bool:
-        return bool(content_words(token)) and not _REQUEST_WORD.match(token) and not _FRAME_WORD.match(token)
-    while start > 0 and subject(tokens[start - 1]):
+    while start > 0 and is_subject_word(tokens[start - 1]):
         start -= 1
-    while end + 1 < len(tokens) and subject(tokens[end + 1]):
+    while end + 1 < len(tokens) and is_subject_word(tokens[end + 1]):
         end += 1
     return " ".join(tokens[start:end + 1])
 

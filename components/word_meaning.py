@@ -21,6 +21,7 @@ from collections import OrderedDict
 from typing import Any
 
 from pmc_rag.components.citations import content_words
+from pmc_rag.components.spellings import edit_distance
 
 _WORD = re.compile(r"[^\W\d_][\w-]{2,}")
 
@@ -112,24 +113,9 @@ def spelled_near(word: str, words: set[str]) -> bool:
         if other[:1] != word[:1] or abs(len(other) - len(word)) > 2:
             continue
         limit = 2 if len(word) >= 8 or other == word[:-2] else 1
-        if _edits(word, other, limit) <= limit:
+        if edit_distance(word, other, limit) <= limit:
             return True
     return False
-
-
-def _edits(a: str, b: str, limit: int) -> int:
-    """Levenshtein distance of a and b, or limit + 1 once it must exceed limit."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        if min(current) > limit:
-            return limit + 1
-        previous = current
-    return previous[-1]
 
 
 def text_words(text: str) -> set[str]:

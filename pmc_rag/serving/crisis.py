@@ -51,6 +51,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
+from pmc_rag.components.spellings import edit_distance
 from pmc_rag.serving.crisis_classifier import shipped_crisis_classifier
 from pmc_rag.serving.crisis_replies import crisis_reply
 
@@ -349,26 +350,8 @@ def _corrected(word: str) -> str:
     if key in _KEYS:
         return _KEYS[key]
     limit = 2 if len(word) >= 9 else 1
-    best = min(_KEYS, key=lambda k: _edits(key, k, limit))
-    return _KEYS[best] if _edits(key, best, limit) <= limit else word
-
-
-def _edits(a: str, b: str, limit: int) -> int:
-    """Damerau-Levenshtein distance (adjacent swaps count one), or limit + 1 when it is larger."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-        previous2, previous = previous, current
-    return previous[-1]
+    best = min(_KEYS, key=lambda k: edit_distance(key, k, limit))
+    return _KEYS[best] if edit_distance(key, best, limit) <= limit else word
 
 
 # --- the second layer: similarity to labelled messages --------------------------------------------------------
