@@ -38,7 +38,7 @@ class PaperFindings:
     """
 
     def __init__(self, *, document_store: PgvectorDocumentStore, max_papers: int = 10, routes: list[str] | None = None,
-                 in_place: bool = False):
+                 in_place: bool = False, missing: str = "findings"):
         """
         :param document_store: The store the chunks live in.
         :param max_papers: The most papers looked up (the first in the documents' order): one query in all.
@@ -46,15 +46,21 @@ class PaperFindings:
             they are. None: every question.
         :param in_place: The findings chunk takes the place of the paper's first chunk, and its other chunks go,
             instead of being added at the end: one finding per paper, in the papers' order (an overview).
+        :param missing: Which papers are looked up: `"findings"`, those with no chunk from a results, discussion or
+            conclusions section; `"conclusion"`, those with no chunk from a conclusions section (a full-text paper
+            found by its results and discussion gets its own summary of them).
         """
+        if missing not in _MISSING:
+            raise ValueError(f"missing must be one of {_MISSING}, not {missing!r}")
         self.document_store = document_store
         self.max_papers = max_papers
         self.routes = routes
         self.in_place = in_place
+        self.missing = missing
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, document_store=self.document_store.to_dict(), max_papers=self.max_papers,
-                               routes=self.routes, in_place=self.in_place)
+                               routes=self.routes, in_place=self.in_place, missing=self.missing)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PaperFindings:
@@ -70,8 +76,9 @@ class PaperFindings:
         """
         if self.routes is not None and route not in self.routes:
             return {"documents": documents}
+        has_it = is_findings_section if self.missing == "findings" else _is_conclusion
         wanted = [chunks[0].meta["source_id"] for chunks in by_paper(documents).values()
-                  if chunks[0].meta.get("source_id") and not any(is_findings_section(d) for d in chunks)]
+                  if chunks[0].meta.get("source_id") and not any(has_it(d) for d in chunks)]
         wanted = wanted[: self.max_papers]
         if not wanted:
             return {"documents": documents}
@@ -81,8 +88,12 @@ class PaperFindings:
             {"operator": "OR", "conditions": [{"field": "meta.section", "operator": "like", "value": "%onclu%"},
                                               {"field": "meta.section", "operator": "like", "value": "%esult%"}]}]})
         found.sort(key=lambda d: (not _is_conclusion(d), int(d.meta.get("chunk_index") or 0)))
+        has_findings = {chunks[0].meta.get("source_id") for chunks in by_paper(documents).values()
+                        if any(is_findings_section(d) for d in chunks)}
         added: dict[str, Document] = {}
         for document in found:
+            if not _is_conclusion(document) and document.meta["source_id"] in has_findings:
+                continue  # its results are among the chunks already: only its conclusion would add to them
             if is_readable_evidence(document) and document.meta["source_id"] not in added:
                 added[document.meta["source_id"]] = document
         have = {d.id for d in documents}
@@ -96,6 +107,9 @@ class PaperFindings:
                     replaced.append(added[source_id])
             return {"documents": replaced}
         return {"documents": [*documents, *(d for d in added.values() if d.id not in have)]}
+
+
+_MISSING = ("findings", "conclusion")
 
 
 def _is_conclusion(document: Document) -> bool:

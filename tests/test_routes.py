@@ -357,8 +357,22 @@ def test_a_paper_found_by_its_methods_also_gives_its_conclusion(sample_store):
     # A paper already shown by a finding gets nothing more.
     assert findings.run(documents=[added[1]])["documents"] == [added[1]]
     assert findings.run(documents=[])["documents"] == []
-    data = PaperFindings(document_store=sample_store, max_papers=3).to_dict()
-    assert PaperFindings.from_dict(data).to_dict() == data and data["init_parameters"]["max_papers"] == 3
+    data = PaperFindings(document_store=sample_store, max_papers=3, missing="conclusion").to_dict()
+    assert PaperFindings.from_dict(data).to_dict() == data and data["init_parameters"]["missing"] == "conclusion"
+
+
+def test_a_paper_found_by_its_results_gets_its_conclusion_when_asked_for(sample_store):
+    from pmc_rag.components.paper_findings import PaperFindings
+
+    chunks = sample_store.filter_documents({"field": "meta.source_id", "operator": "==", "value": "PMC4816447"})
+    safety = next(d for d in chunks if d.meta.get("section") == "Results / Safety")
+    # By default a results chunk is a finding enough; asked for the conclusion, the paper's own summary is added.
+    assert PaperFindings(document_store=sample_store).run(documents=[safety])["documents"] == [safety]
+    added = PaperFindings(document_store=sample_store, missing="conclusion").run(documents=[safety])["documents"]
+    assert [d.id for d in added[:1]] == [safety.id] and len(added) == 2
+    assert added[1].meta["section"] == "Abstract: Conclusion" and added[1].meta["source_id"] == "PMC4816447"
+    with pytest.raises(ValueError, match="missing must be one of"):
+        PaperFindings(document_store=sample_store, missing="results")
 
 
 @pytest.fixture(scope="module")
