@@ -701,8 +701,12 @@ class CitedAnswerBuilder:
             # many, and only in a finding: the introduction's "women carrying the D allele of the ACE-I/D
             # polymorphism have higher ACE activity" names one more than the conclusion on "the ACE D-allele" and
             # preeclampsia, and "The increasing incidence of multidrug resistant tuberculosis ..." is background.
+            # Then the paper's own conclusion, when it speaks of the question's subject: the authors' summary of
+            # what they found, where a result sentence is one figure of it (issue 61: on the plain tuning half
+            # the answers quoted a result or a discussion remark beside the conclusion that answered).
             best = max(candidates, key=lambda c: (len(own_words & words[c.text]) + c.fit,
                                                   len(asked_words & words[c.text]),
+                                                  c.conclusion and c.rank > 0 and bool(question_words & words[c.text]),
                                                   c.rank == 2 and bool(specific & words[c.text]),
                                                   min(len(question_words & words[c.text]), 3), c.rank,
                                                   len(question_words & words[c.text]), c.conclusion)).text
