@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import by_paper, canonical_id, content_stems, content_words, quoted_words
+from pmc_rag.components.gate_classifier import RESOURCE as CLASSIFIER_RESOURCE
+from pmc_rag.components.gate_classifier import GateClassifier
+from pmc_rag.components.section_chunker import split_sentences
+from pmc_rag.components.section_kinds import is_readable_evidence
 from pmc_rag.components.word_meaning import WordMeaning, names, text_words
 from pmc_rag.serving.conversation import is_follow_up
 
@@ -79,7 +85,8 @@ class RelevanceGate:
                  min_similarity_with_absent_words: float | None = None, specific_word_max_share: float = 0.01,
                  min_similarity_with_words_apart: float | None = None, words_together: int | None = 3,
                  words_apart_routes: list[str] | None = None, phrases_together: bool = False,
-                 meaning_model: str | None = None, min_word_similarity: float = 0.7, min_word_weight: float = 0.0):
+                 meaning_model: str | None = None, min_word_similarity: float = 0.7, min_word_weight: float = 0.0,
+                 classifier: str | None = None):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -109,6 +116,9 @@ class RelevanceGate:
             a passage's word to name a question's.
         :param min_word_weight: With `meaning_model`, the least share of the question's meaning a word must carry
             (1 minus the similarity of the question with and without it) to be checked.
+        :param classifier: A trained gate (`GateClassifier`: a file in `components/resources/` or a path) that
+            decides from what the checks measure (`signals`) instead of the thresholds above; a follow-up answered
+            from its topic's papers is still judged by the thresholds. None: the thresholds decide.
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words)
         if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or (
@@ -130,7 +140,9 @@ class RelevanceGate:
         self.meaning_model = meaning_model
         self.min_word_similarity = min_word_similarity
         self.min_word_weight = min_word_weight
+        self.classifier = classifier
         self._meaning: WordMeaning | None = None
+        self._classifier = GateClassifier(_resource(classifier)) if classifier else None
 
     def warm_up(self) -> None:
         if self.meaning_model and self._meaning is None:
@@ -149,7 +161,8 @@ class RelevanceGate:
                                min_similarity_with_words_apart=self.min_similarity_with_words_apart,
                                words_together=self.words_together, words_apart_routes=self.words_apart_routes,
                                phrases_together=self.phrases_together, meaning_model=self.meaning_model,
-                               min_word_similarity=self.min_word_similarity, min_word_weight=self.min_word_weight)
+                               min_word_similarity=self.min_word_similarity, min_word_weight=self.min_word_weight,
+                               classifier=self.classifier)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
@@ -203,7 +216,13 @@ class RelevanceGate:
         needed = max(self.min_similarity, self.min_similarity_with_unknown_words) if unknown else self.min_similarity
         absent: list[str] = []
         apart: list[str] = []
-        if documents and best is not None and best >= needed:
+        if self._classifier is not None and not topic_question and documents and best is not None:
+            measured = self.measure(documents, scored, best, query_embedding, unknown, word_shares or {}, asked,
+                                    covering or [], route, question)
+            if self._classifier.answerable(measured.signals):
+                return {"documents": measured.kept}
+            absent, apart = measured.absent, measured.apart  # for the reason given
+        elif documents and best is not None and best >= needed:
             kept = documents
             if self.max_gap is not None and not topic_question:
                 kept = self._close_papers(documents, scored, best, query_embedding, covering or [])
@@ -234,6 +253,41 @@ class RelevanceGate:
         else:
             why = "No indexed passage is close enough to the question to answer it."
         return {"unanswered": closest, "why_unanswered": why}
+
+    def measure(self, documents: list[Document], scored: list[Document], best: float,
+                query_embedding: list[float] | None, unknown: list[str], word_shares: dict[str, float],
+                asked: set[str], covering: list[str], route: str | None, question: str | None) -> Measured:
+        """What the checks measure of a question and its excerpts, each whatever the thresholds (`GateClassifier`
+        weighs them): the best similarity, unknown words, the specific words the excerpts kept leave out (the
+        rarest's rarity, the most meaning one carries) and the rare words no one paper names together."""
+        kept = documents
+        if self.max_gap is not None:
+            kept = self._close_papers(documents, scored, best, query_embedding, covering)
+        absent = self._absent_words(word_shares, kept, asked)
+        exempt = bool(covering) or (route is not None and self.words_apart_routes is not None
+                                    and route not in self.words_apart_routes)
+        apart = [] if exempt else self._named_apart(word_shares, kept, asked, question)
+        weights = [self._meaning.weight(question, _phrase_around(question, w)) if self._meaning and question else 1.0
+                   for w in absent]
+        signals = {"best": best, "unknown": float(bool(unknown)), "absent": float(bool(absent)),
+                   "absent_weight": max(weights, default=0.0),
+                   "absent_rarity": max((-math.log10(max(word_shares.get(w, 0.0), 1e-6)) for w in absent), default=0.0),
+                   "apart": float(bool(apart)), "specific": float(min(len(self._specific(word_shares, asked)), 5)),
+                   "sentence": self._closest_sentence(question, kept) if question else best}
+        return Measured(signals, kept, absent, apart)
+
+    def _closest_sentence(self, question: str, excerpts: list[Document]) -> float:
+        """The cosine similarity of the question with the closest sentence of the excerpts (of their first
+        `closest_papers` papers): a passage close to a question as a whole may hold no sentence that is."""
+        if self._meaning is None:
+            return 0.0
+        papers = list(by_paper(excerpts).values())[:max(self.closest_papers, 1)]
+        sentences = [s for chunks in papers for chunk in chunks if is_readable_evidence(chunk)
+                     for s in split_sentences(" ".join((chunk.content or "").split())) if len(s.split()) >= 4]
+        if not sentences:
+            return 0.0
+        question_vector = self._meaning.vectors([question])[0]
+        return float((self._meaning.vectors(sentences) @ question_vector).max())
 
     def _close_papers(self, documents: list[Document], scored: list[Document], best: float,
                       query_embedding: list[float] | None, covering: list[str]) -> list[Document]:
@@ -327,6 +381,21 @@ class RelevanceGate:
         assert self._meaning is not None
         return {w.lower() for w in judged
                 if self._meaning.weight(question, _phrase_around(question, w)) < self.min_word_weight}
+
+
+class Measured(NamedTuple):
+    """`RelevanceGate.measure`: the signals, the excerpts kept, the absent words and the words named apart."""
+
+    signals: dict[str, float]
+    kept: list[Document]
+    absent: list[str]
+    apart: list[str]
+
+
+def _resource(name: str) -> Path:
+    """A classifier file: a path, or a name in `components/resources/`."""
+    path = Path(name)
+    return path if path.is_absolute() or path.exists() else CLASSIFIER_RESOURCE.parent / name
 
 
 def is_subject_word(token: str) -> bool:

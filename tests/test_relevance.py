@@ -307,3 +307,47 @@ def test_a_misspelled_or_inflected_word_is_named_by_its_spelling():
     assert not spelled_near("oxacillin", {"oxaliplatin"})               # another drug, not a misspelling
     assert not spelled_near("kids", {"kid"})                            # too short to judge by letters
     assert not spelled_near("intravenous", {"intraventricular"})
+
+
+def _classifier_file(path, **overrides):
+    """A gate classifier that weighs only the best similarity: answerable from 0.6 on."""
+    import json
+
+    from pmc_rag.components.gate_classifier import FEATURES
+
+    data = {"features": list(FEATURES), "mean": [0.0] * len(FEATURES), "scale": [1.0] * len(FEATURES),
+            "coef": [20.0 if name == "best" else 0.0 for name in FEATURES], "intercept": -12.0, "threshold": 0.5}
+    path.write_text(json.dumps(data | overrides))
+    return str(path)
+
+
+def test_a_trained_gate_decides_from_what_the_checks_measure(tmp_path):
+    import pytest
+
+    from pmc_rag.components.gate_classifier import GateClassifier
+
+    classifier = GateClassifier(_classifier_file(tmp_path / "gate.json"))
+    assert classifier.probability({"best": 0.7}) > 0.8 and not classifier.answerable({"best": 0.55})
+    gate = RelevanceGate(min_similarity=0.5, classifier=str(tmp_path / "gate.json"))
+    close, near = scored(("PMC1", 0.65)), scored(("PMC2", 0.55))
+    assert gate.run(documents=close, scored=close) == {"documents": close}
+    # the thresholds would let 0.55 through; the classifier does not, and says why in the rules' words
+    held = gate.run(documents=near, scored=near)
+    assert "documents" not in held and held["why_unanswered"].startswith("No indexed passage is close enough")
+    measured = gate.measure(near, near, 0.55, None, [], {"erlotinib": 0.001}, set(), [], None, "erlotinib?")
+    assert measured.signals["best"] == 0.55 and measured.absent == ["erlotinib"] and measured.signals["absent"] == 1.0
+    assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
+    assert gate.to_dict()["init_parameters"]["classifier"] == str(tmp_path / "gate.json")
+    with pytest.raises(ValueError, match="retrain it with"):
+        GateClassifier(_classifier_file(tmp_path / "old.json", features=["best"]))
+    with pytest.raises(FileNotFoundError, match="gate_learning --train"):
+        GateClassifier(tmp_path / "missing.json")
+
+
+def test_the_shipped_gate_classifier_lets_a_close_passage_through_and_not_a_far_one():
+    from pmc_rag.components.gate_classifier import GateClassifier
+
+    classifier = GateClassifier()
+    assert classifier.answerable({"best": 0.8, "sentence": 0.75, "specific": 2})
+    assert not classifier.answerable({"best": 0.3, "sentence": 0.3, "absent": 1, "absent_weight": 0.4,
+                                      "absent_rarity": 4, "apart": 1, "specific": 2})
