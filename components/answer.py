@@ -1,6 +1,6 @@
 """The answer object, typed: what `CitedAnswerBuilder` builds, the REST endpoint returns, `pmc-rag ask --json`
-prints, and the chat and the CLI render. The README's table of its fields is generated from these descriptions
-(`answer_fields_markdown`; a test keeps the two equal).
+prints, and the chat and the CLI render. The table of its fields in docs/asking.md is generated from these
+descriptions (`answer_fields_markdown`; a test keeps the two equal).
 
 Pipelines pass it on as a plain dict (`Answer(...).model_dump()`), which is what Haystack, the cache and the
 conversation store keep; `Answer.model_validate(d)` reads one back.
@@ -285,7 +285,7 @@ class Answer(BaseModel):
 
 
 def answer_fields_markdown() -> str:
-    """The README's table of the answer object's fields, from the descriptions above."""
+    """The table in docs/asking.md of the answer object's fields, from the descriptions above."""
     rows = ["| field | meaning |", "|---|---|"]
     for name, field in Answer.model_fields.items():
         rows.append(f"| `{name}` | {field.description} |")

@@ -33,7 +33,7 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
     on a CPU that multiplies bfloat16 natively, and in float32 everywhere else.
 
     On a 2-core AMD EPYC Zen 4 (AVX-512 BF16), bfloat16 embeds our chunks 1.5-1.7 times as fast as float32, with
-    vectors at cosine 0.9999 of the float32 ones and the same retrieval figures on the dev questions (README,
+    vectors at cosine 0.9999 of the float32 ones and the same retrieval figures on the dev questions (docs,
     Benchmark).
     On a CPU without it, bfloat16 is emulated and about 6 times slower, so "auto" keeps float32 there, and on a GPU,
     where float32 is fast already. What was chosen, and why, is in `compute_description` (`pmc-rag ingest`

@@ -45,7 +45,7 @@ class RelevanceGate:
     built, the model is not asked, and the answer says that the indexed papers do not answer the question.
 
     The score is the semantic retriever's cosine similarity between the question and its best chunk: unlike fused
-    or reranked scores it means the same thing for every question. Where to set the threshold is measured (README,
+    or reranked scores it means the same thing for every question. Where to set the threshold is measured (docs,
     "Questions the papers do not answer"), not guessed.
 
     A question naming something no indexed chunk contains ("Does lecanemab slow cognitive decline?", from the BM25

@@ -30,7 +30,7 @@ DATASETS = PROJECT_ROOT / "evaluation" / "datasets"
 TUNING = ("pubmedqa_dev", "vague_dev", "plain_tuning", "generated_tuning", "unanswerable_tuning")
 HELD_ASIDE = ("plain_held_aside", "vague_held_out", "generated_held_aside", "unanswerable_held_out")
 ANSWERABLE = {"pubmedqa_dev", "vague_dev", "plain_tuning", "plain_held_aside", "vague_held_out"}
-MIN_CAUGHT = 0.96  # of the tuning unanswerable questions, as the rules catch them (README, "Evaluating variants")
+MIN_CAUGHT = 0.96  # of the tuning unanswerable questions, as the rules catch them (docs, "Evaluating variants")
 
 
 def question_sets() -> dict[str, list[str]]:

@@ -1,4 +1,4 @@
-"""Evaluation metrics: per question, then summed up over a question set. Definitions are in the README
+"""Evaluation metrics: per question, then summed up over a question set. Definitions are in docs/evaluation.md
 ("Evaluating variants"); each one is tested on small hand-computed cases in tests/test_evaluation.py.
 
 Ranking metrics use Haystack's own evaluators (`DocumentRecallEvaluator`, `DocumentMRREvaluator`,

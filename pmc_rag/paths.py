@@ -18,7 +18,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 # What `pmc-rag ask` and hayhooks.yml's `rag` endpoint answer with: rag.yml, whose question router sends a summary
-# request, a comparison or two questions in one down their own path (README, "Questions beyond one paper").
+# request, a comparison or two questions in one down their own path (docs, "Questions beyond one paper").
 DEFAULT_ANSWER_PIPELINE = "rag"
 SAMPLE_CORPUS_DIR = PROJECT_ROOT / "corpus"
 DEV_QUESTIONS = PROJECT_ROOT / "evaluation" / "datasets" / "pubmedqa_dev_questions.json"

@@ -2,7 +2,7 @@
 answer's citations show as clickable sources that link to the papers in its reference list.
 
 Needs Debian's `chromium` and `chromium-driver` and the `selenium` package (in the test extras). Open WebUI itself
-is installed apart from pmc-rag (see the README, "Use with Open WebUI"):
+is installed apart from pmc-rag (see docs, "Use with Open WebUI"):
 
     python scripts/check_open_webui.py --url http://127.0.0.1:8080 --screenshots docs/
 

@@ -24,8 +24,8 @@ def built_answer() -> dict:
                                     raw_answer="Erlotinib prolonged progression-free survival [PMC123].")["answer"]
 
 
-def test_the_readme_table_is_generated_from_the_model():
-    assert answer_fields_markdown() in (PROJECT_ROOT / "README.md").read_text()
+def test_the_docs_table_is_generated_from_the_model():
+    assert answer_fields_markdown() in (PROJECT_ROOT / "docs" / "asking.md").read_text()
     assert answer_fields_markdown().count("\n| `") == len(Answer.model_fields)
 
 

@@ -326,7 +326,7 @@ class LocalModelServer:
         elif code < 0:
             cause = f"it was {describe_exit(code)} while loading the model (llama.cpp built for another CPU?)"
             fix = ("rebuild llama.cpp for a portable CPU target: `PMC_RAG_LLAMA_CPU=baseline scripts/install.sh "
-                   "--rebuild-llama` (README: 'The embedded model on your CPU')")
+                   "--rebuild-llama` (docs: 'The embedded model on your CPU')")
         else:
             cause = f"it exited with status {code}" + (f": {lines[-1]}" if lines else "")
             fix = "see the log"
@@ -351,7 +351,7 @@ class LocalModelServer:
             if died:
                 cause = describe_exit(self.process.returncode)
                 fix = ("rebuild llama.cpp for the most portable CPU target: `PMC_RAG_LLAMA_CPU=baseline "
-                       "scripts/install.sh --rebuild-llama` (README: 'The embedded model on your CPU')")
+                       "scripts/install.sh --rebuild-llama` (docs: 'The embedded model on your CPU')")
             else:
                 cause, fix = f"{type(error).__name__}: {error}", "see the log"
             self.problem = (f"the local model server ({self.spec.model}) failed its first answer: {cause}. Fix: "

@@ -583,7 +583,7 @@ def _use_torch_threads(config: ServeConfig) -> None:
         import torch
 
         # Requests run side by side in threads: one thread each keeps every core busy with whole requests, where
-        # several threads per small matrix product mostly wait for each other (measured: README, "Throughput").
+        # several threads per small matrix product mostly wait for each other (measured: docs, "Throughput").
         torch.set_num_threads(config.torch_threads)
 
 

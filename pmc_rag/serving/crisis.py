@@ -258,7 +258,7 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, foll
 
 
 # Where the classifier's probability decides (chosen on the labelled sets' tuning part, leaving one set out at a
-# time; README "Crisis check"): an unsure rule needs 0.5 for the emergency reply, a message no rule catches is
+# time; docs, "Crisis check"): an unsure rule needs 0.5 for the emergency reply, a message no rule catches is
 # possible danger from 0.4, and an emergency described as happening below 0.3 is possible danger, not certain.
 CONFIRMED_FROM, POSSIBLE_FROM, DEMOTED_BELOW = 0.5, 0.4, 0.3
 _WISH = "a wish to die or to harm oneself"
