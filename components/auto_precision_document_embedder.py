@@ -11,7 +11,7 @@ from typing import Any, Literal
 from haystack import Document, component
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
 
-from pmc_rag.cpu_trial import cpu_flags, cpu_key, trial_once_per_cpu
+from pmc_rag.components.cpu_trial import cpu_flags, cpu_key, trial_once_per_cpu
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pmc_rag.components.defined_abbreviations import defined_abbreviations, spel
 from pmc_rag.components.follow_up_asks import Ask, asked_for
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
-from pmc_rag.serving.conversation import follow_up_text
+from pmc_rag.components.follow_up_query import follow_up_text
 
 
 def _named_parts(parts: list[str], most_words: int = 8) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pmc_rag.components.citations import content_words
 from pmc_rag.components.claim_signals import states_an_aim
-from pmc_rag.serving.conversation import follow_up_text, is_follow_up
+from pmc_rag.components.follow_up_query import follow_up_text, is_follow_up
 
 # A number as papers write one: digits, or a number word ("Seventeen patients", "Forty consecutive ...").
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"

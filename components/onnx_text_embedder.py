@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pmc_rag.cpu_trial import cpu_key, trial_once_per_cpu
+from pmc_rag.components.cpu_trial import cpu_key, trial_once_per_cpu
 
 log = logging.getLogger(__name__)
 

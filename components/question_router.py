@@ -13,7 +13,7 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import paper_ids
 from pmc_rag.components.follow_up_asks import searched_for
-from pmc_rag.serving.conversation import is_follow_up
+from pmc_rag.components.follow_up_query import is_follow_up
 
 ROUTES = ("single", "summarise", "compare", "several", "overview", "multi_step")
 

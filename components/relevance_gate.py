@@ -15,7 +15,7 @@ from pmc_rag.components.gate_classifier import GateClassifier
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import is_readable_evidence
 from pmc_rag.components.word_meaning import WordMeaning, names, text_words
-from pmc_rag.serving.conversation import is_follow_up
+from pmc_rag.components.follow_up_query import is_follow_up
 
 # Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
 # about ...", "Contrast robotic with laparoscopic surgery", "Ketamine versus morphine: which is better?") are rare

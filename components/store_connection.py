@@ -38,6 +38,12 @@ def create_store_table(document_store: Any, *then: sql.Composable) -> None:
     # closing the session released the lock
 
 
+# A pooled connection is closed once idle this long: half the embedded server's idle_session_timeout
+# (pmc_rag.embedded_postgres.IDLE_SESSION_S; tests/test_embedded_postgres.py keeps the two so), so the pool never
+# hands out a session the server has ended.
+POOL_MAX_IDLE_S = 5.0
+
+
 def connect(document_store: Any) -> psycopg.Connection:
     """A connection to `document_store`'s database (a PgvectorDocumentStore): autocommit, vector type registered."""
     connection = psycopg.connect(document_store.connection_string.resolve_value() or "", autocommit=True)
@@ -52,13 +58,11 @@ def open_pool(connection_string: str, max_size: int, application_name: str, vect
     made; `application_name` names them in pg_stat_activity.
     A connection is checked before it is handed out (the embedded server ends sessions idle for a few seconds) and
     closed once idle a while, so no request gets a dead one."""
-    from pmc_rag.embedded_postgres import IDLE_SESSION_S
-
     return ConnectionPool(
         connection_string, min_size=0, max_size=max_size,
         kwargs={"autocommit": True, "application_name": application_name},
         configure=lambda connection: _configure(connection, vector_types, settings or {}),
-        check=ConnectionPool.check_connection, max_idle=IDLE_SESSION_S / 2, timeout=10, num_workers=1, open=True,
+        check=ConnectionPool.check_connection, max_idle=POOL_MAX_IDLE_S, timeout=10, num_workers=1, open=True,
         name=application_name)
 
 

@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Any
 
-from pmc_rag.cpu_trial import cpu_flags
+from pmc_rag.components.cpu_trial import cpu_flags
 
 README_QUESTION = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
 

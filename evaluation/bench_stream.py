@@ -19,7 +19,7 @@ import statistics
 import time
 from typing import Any
 
-from pmc_rag.cpu_trial import cpu_flags
+from pmc_rag.components.cpu_trial import cpu_flags
 
 WRITING = "writing and checking the answer"
 

@@ -76,7 +76,7 @@ def test_auto_uses_bfloat16_on_a_cpu_with_it_after_checking_it_once(fresh_home, 
     def no_second_trial(*args, **kwargs):
         raise AssertionError("the check ran again on the same CPU")
 
-    monkeypatch.setattr("pmc_rag.cpu_trial.subprocess.run", no_second_trial)
+    monkeypatch.setattr("pmc_rag.components.cpu_trial.subprocess.run", no_second_trial)
     again = AutoPrecisionDocumentEmbedder(**{**SETTINGS, "batch_size": 3})
     again.warm_up()
     assert again.compute_dtype_used == "bfloat16"

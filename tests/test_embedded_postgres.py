@@ -47,6 +47,13 @@ def gone_within(pid: int, seconds: float) -> bool:
     return False
 
 
+def test_pooled_connections_close_before_the_server_ends_their_idle_sessions():
+    from pmc_rag.components.store_connection import POOL_MAX_IDLE_S
+    from pmc_rag.embedded_postgres import IDLE_SESSION_S
+
+    assert POOL_MAX_IDLE_S == IDLE_SESSION_S / 2
+
+
 def test_a_user_killed_with_kill_9_leaves_no_postgres_behind(tmp_path):
     user = subprocess.Popen(
         [sys.executable, "-c", "import time; from pmc_rag.database import ensure_database; ensure_database(); "

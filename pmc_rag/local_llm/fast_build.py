@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from pmc_rag.cpu_trial import cpu_flags, cpu_key, trial_once_per_cpu
+from pmc_rag.components.cpu_trial import cpu_flags, cpu_key, trial_once_per_cpu
 from pmc_rag.paths import home
 
 log = logging.getLogger(__name__)

@@ -25,12 +25,12 @@ import re
 from typing import Any
 
 from pmc_rag.components.citations import canonical_id, content_words
+from pmc_rag.components.follow_up_query import follow_up_query, follow_up_text, follow_up_topic, is_follow_up
 
 _REFERS_BACK = re.compile(
     r"\b(?:it|its|it's|they|them|their|theirs|this|that|these|those|the (?:drug|treatment|therapy|intervention|"
     r"study|trial|paper|papers|studies|results?|effect|effects|same)|what about|how about|and what|also|"
     r"as well|compared (?:to|with) (?:that|this|it)|which one|the other|either|both)\b", re.IGNORECASE)
-_FOLLOW_UP_LABEL = " (follow-up to: "
 _NAMES_SOMETHING = re.compile(r"(?<=\s)[A-Z]")  # a capitalised word after the first: a name, a new subject
 # How a question about the study under discussion starts ("How long was progression-free survival?"); a new
 # subject is usually asked as "Does aspirin prevent stroke?".
@@ -50,17 +50,7 @@ def standalone_query(question: str, previous_queries: list[str]) -> str:
             question))))
     if not _REFERS_BACK.search(question) and not continues:
         return question
-    return f"{question}{_FOLLOW_UP_LABEL}{topic})"
-
-
-def is_follow_up(query: str) -> bool:
-    """Whether a standalone query is a follow-up (`standalone_query` carried a topic along)."""
-    return _FOLLOW_UP_LABEL in query and query.endswith(")")
-
-
-def follow_up_text(query: str) -> str:
-    """The follow-up itself, without the topic `standalone_query` appended (any other query as it is)."""
-    return query.split(_FOLLOW_UP_LABEL, 1)[0]
+    return follow_up_query(question, topic)
 
 
 def topic_papers(previous_queries: list[str], cited_per_turn: list[list[str]]) -> list[str]:
@@ -84,9 +74,7 @@ def conversation_topic(previous_queries: list[str]) -> str:
     """The question a follow-up refers back to: the latest standalone query that was not itself a follow-up (for
     one that was, the topic it carried)."""
     latest = previous_queries[-1]
-    if is_follow_up(latest):
-        return latest.split(_FOLLOW_UP_LABEL, 1)[1][:-1]
-    return latest
+    return follow_up_topic(latest) or latest
 
 
 def number_for(numbers: dict[str, int], source_id: str) -> int:
