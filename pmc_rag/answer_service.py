@@ -6,8 +6,9 @@ loads the conversation and rewrites a follow-up into a standalone query, answers
 pipeline (in a turn of the answer queue, stopped when its caller leaves or its deadline passes), numbers the
 citations for the conversation, saves the turn and writes the audit row.
 
-Refusals are `HTTPException`s (an `InputError` for a bad question): their status and message are what a client
-sees, and the CLI prints the message.
+Refusals are the service's own exceptions (`pmc_rag.refusals`: `InputError` for a bad question, an unknown
+conversation id, an answer stopped, the store down); each adapter maps them at its edge: the HTTP endpoints to a
+status code with the message (`pmc_rag.serving.http_errors`), the CLI to the message.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import os
 import time
 from typing import Any
 
-from fastapi import HTTPException
 from pydantic import ValidationError
 
 from pmc_rag.components.answer import Answer
@@ -25,6 +25,7 @@ from pmc_rag.components.remembering_fallback_chat_generator import GenerationSto
 from pmc_rag.answering import run_answering
 from pmc_rag.database import unreachable
 from pmc_rag.pipelines import DeclaredPipeline
+from pmc_rag.refusals import AnswerStopped, InputError, Refused, Unavailable, UnknownConversationId
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
 from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
@@ -32,7 +33,7 @@ from pmc_rag.serving.crisis import check_crisis, emergency_reply_for, exemplar_l
 from pmc_rag.serving.crisis_replies import safety_line
 from pmc_rag.serving.conversation import (conversation_topic, follow_up_text, is_follow_up, renumber,
                                           standalone_query, topic_papers)
-from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, InputError, SearchFilters, clean_question, fixed_reply,
+from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, SearchFilters, clean_question, fixed_reply,
                                     reads_as_personal, redact_personal_data)
 from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
 from pmc_rag.serving.streaming import AnswerProgress
@@ -121,7 +122,7 @@ class AnswerService:
             return self._answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
                                 stream, on_token, research_follow_up=possible and self._continues_a_conversation(
                                     question, conversation_id, history))
-        except HTTPException:
+        except Refused:
             raise
         except Exception as error:  # the database (or a model) failed mid-answer: 503 if the database is down
             stop = _stopped_by(error)
@@ -206,9 +207,9 @@ class AnswerService:
         try:
             return self.store.load(conversation_id, owner)
         except UnknownConversation:
-            raise HTTPException(404, "unknown `conversation_id`: it was not issued to this API key, or it has "
-                                     "expired. Ask without one to start a conversation, then send back the "
-                                     "`conversation_id` its answer returns.") from None
+            raise UnknownConversationId(
+                "unknown `conversation_id`: it was not issued to this API key, or it has expired. Ask without one to "
+                "start a conversation, then send back the `conversation_id` its answer returns.") from None
 
     def _run(self, query: str, haystack_filters: dict | None, top_k: int | None, state: ConversationState,
              stream: AnswerProgress | None, on_token: Any, papers: list[str]) -> dict[str, Any]:
@@ -253,18 +254,18 @@ class AnswerService:
         return run_answering(self.pipeline, query, haystack_filters, inputs=inputs,
                              streaming_callback=streaming_callback, on_excerpts=on_excerpts)
 
-    def _stopped(self, why: str, question: str) -> HTTPException:
+    def _stopped(self, why: str, question: str) -> AnswerStopped:
         lifetime = current_lifetime.get()
         took = time.monotonic() - lifetime.started
         if why == "client left":  # nobody reads this reply; the log and the audit say what happened
             log.info("%s status=499 the client went away after %.1f s; its answer was stopped", self.name, took)
             self._audit(question, 499, timings_ms={"total": round(took * 1000, 1)})
-            return HTTPException(499, "the client went away; its answer was stopped")
+            return AnswerStopped("the client went away; its answer was stopped", 499)
         log.warning("%s status=504 answer stopped at its deadline (%.0f s, queue included)", self.name, took)
         self._audit(question, 504, timings_ms={"total": round(took * 1000, 1)})
-        return HTTPException(504, f"The answer was not finished within {lifetime.deadline_s:g} s of the request "
-                                  "(time waiting for a turn included), so it was stopped. Ask again when the server "
-                                  "is less busy; the operator can raise server.answer_deadline_s in hayhooks.yml.")
+        return AnswerStopped(f"The answer was not finished within {lifetime.deadline_s:g} s of the request (time "
+                             "waiting for a turn included), so it was stopped. Ask again when the server is less "
+                             "busy; the operator can raise server.answer_deadline_s in hayhooks.yml.", 504)
 
     def _audit(self, question: str, status: int, answer: dict[str, Any] | None = None,
                conversation_id: str | None = None, timings_ms: dict[str, float] | None = None) -> None:
@@ -345,15 +346,15 @@ def to_haystack_filters(filters: SearchFilters | dict | None) -> dict[str, Any] 
     return filters.to_haystack()
 
 
-def unavailable(name: str, error: Exception, connection_string: str | None = None) -> HTTPException:
+def unavailable(name: str, error: Exception, connection_string: str | None = None) -> Refused:
     """What a failure mid-request becomes: 503 when the database is not reachable (it says so), else a 500 that
     shows only the request id (the log has the traceback)."""
     if unreachable(connection_string or os.environ.get("PG_CONN_STR", ""), timeout_s=3):
         log.error("%s status=503 database not reachable: %s", name, error)
-        return HTTPException(503, "The database is not reachable; try again shortly (the operator should check "
-                                  "PostgreSQL / PG_CONN_STR).")
+        return Unavailable("The database is not reachable; try again shortly (the operator should check "
+                           "PostgreSQL / PG_CONN_STR).")
     log.error("%s status=500 request_id=%s", name, current_request_id.get(), exc_info=error)
-    return HTTPException(500, internal_error_detail())
+    return Refused(internal_error_detail(), 500)
 
 
 def _stopped_by(error: BaseException | None) -> GenerationStopped | None:

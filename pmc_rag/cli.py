@@ -292,12 +292,11 @@ def _collections(args: argparse.Namespace) -> int:
 def _ask(args: argparse.Namespace) -> int:
     import json
 
-    from fastapi import HTTPException
-
     from pmc_rag.answer_service import AnswerService, fixed_answer
     from pmc_rag.serving.access import NOT_UPLOADED
     from pmc_rag.database import ensure_database
     from pmc_rag.pipelines import load_declared_pipeline, resolve_pipeline_path
+    from pmc_rag.refusals import Refused
     from pmc_rag.serving.config import load_serve_config
 
     _warnings_to_log_file("ask")
@@ -313,7 +312,7 @@ def _ask(args: argparse.Namespace) -> int:
             ensure_database()
             # As the server answers a question that names no collection: the corpus, never an upload.
             answer = service.answer(args.question, access=NOT_UPLOADED)
-    except HTTPException as error:  # a refusal says what was wrong; an unexpected failure is shown as it was
+    except Refused as error:  # a refusal says what was wrong; an unexpected failure is shown as it was
         if error.status_code >= 500 and error.__cause__ is not None:
             raise error.__cause__ from None
         raise ValueError(error.detail) from None

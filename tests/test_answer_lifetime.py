@@ -14,7 +14,7 @@ import httpx
 import psycopg
 import pytest
 import yaml
-from fastapi import HTTPException
+from pmc_rag.refusals import AnswerStopped, Unavailable
 
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.caller import RequestLifetime
@@ -159,12 +159,12 @@ def test_an_answer_whose_client_left_leaves_the_queue_and_one_past_its_deadline_
         waiting = RequestLifetime(deadline_s=60)
         threading.Timer(0.5, waiting.client_left).start()
         started = time.monotonic()
-        with pytest.raises(HTTPException) as left:
+        with pytest.raises(AnswerStopped) as left:
             with slots.turn(waiting):
                 pass
         assert left.value.status_code == 499 and time.monotonic() - started < 2
 
-        with pytest.raises(HTTPException) as late:  # its deadline (1 s, from its arrival) comes before a turn
+        with pytest.raises(Unavailable) as late:  # its deadline (1 s, from its arrival) comes before a turn
             with slots.turn(RequestLifetime(deadline_s=1)):
                 pass
         assert late.value.status_code == 503 and late.value.headers["Retry-After"]

@@ -35,11 +35,11 @@ def lint(layout: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(layout)}, capture_output=True, text=True)
 
 
-def test_components_import_no_serving_set_up_or_evaluation_module(tmp_path):
+def test_components_import_no_serving_or_set_up_module_and_the_service_no_http(tmp_path):
     layout = installed_layout(tmp_path)
     result = lint(layout)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "1 kept, 0 broken" in result.stdout
+    assert "2 kept, 0 broken" in result.stdout
 
 
 def test_the_contract_catches_a_component_that_imports_the_serving_layer(tmp_path):
@@ -49,3 +49,11 @@ def test_the_contract_catches_a_component_that_imports_the_serving_layer(tmp_pat
     result = lint(layout)
     assert result.returncode != 0 and "BROKEN" in result.stdout
     assert "pmc_rag.components.relevance_gate -> pmc_rag.serving.conversation" in result.stdout
+
+
+def test_the_contract_catches_the_service_raising_http_errors_itself(tmp_path):
+    layout = installed_layout(tmp_path)
+    service = layout / "pmc_rag" / "answer_service.py"
+    service.write_text(service.read_text() + "\nfrom fastapi import HTTPException  # noqa\n")
+    result = lint(layout)
+    assert result.returncode != 0 and "pmc_rag.answer_service -> fastapi" in result.stdout

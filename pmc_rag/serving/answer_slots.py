@@ -11,8 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from fastapi import HTTPException
-
+from pmc_rag.refusals import AnswerStopped, Unavailable
 from pmc_rag.serving.caller import RequestLifetime
 
 
@@ -22,13 +21,13 @@ _CHECK_EVERY_S = 0.25  # how often a waiting answer looks whether its client is 
 class AnswerSlots:
     """
     At most `running` answers at once and `queued` waiting; a request beyond that, or one that waited `max_wait_s`
-    for its turn (counted from its arrival) or reached its deadline meanwhile, gets a 503 with `Retry-After`. One
-    whose client went away while it waited leaves the queue (499).
+    for its turn (counted from its arrival) or reached its deadline meanwhile, is refused (`Unavailable`, 503, with
+    `Retry-After`). One whose client went away while it waited leaves the queue (`AnswerStopped`, 499).
 
     Usage:
     ```python
     slots = AnswerSlots(running=2, queued=8, max_wait_s=60)
-    with slots.turn(RequestLifetime(deadline_s=240)):   # raises HTTPException(503) when full or waited too long
+    with slots.turn(RequestLifetime(deadline_s=240)):   # raises Unavailable (503) when full or waited too long
         answer = run_the_pipeline()
     ```
     """
@@ -55,7 +54,7 @@ class AnswerSlots:
         try:
             while not self._turns.acquire(timeout=_CHECK_EVERY_S):
                 if lifetime.gone:
-                    raise HTTPException(499, "the client went away while its answer waited for a turn")
+                    raise AnswerStopped("the client went away while its answer waited for a turn", 499)
                 if time.monotonic() >= give_up_at:
                     raise self._busy(f"this answer waited {time.monotonic() - lifetime.started:.0f} s for a turn")
             try:
@@ -66,7 +65,7 @@ class AnswerSlots:
             with self._lock:
                 self._admitted -= 1
 
-    def _busy(self, why: str) -> HTTPException:
+    def _busy(self, why: str) -> Unavailable:
         retry = max(1, round(self.max_wait_s / 4))
-        return HTTPException(503, f"The server is busy ({why}); ask again in {retry} s. Retrieval (/retrieve/run) "
-                                  "is not affected.", headers={"Retry-After": str(retry)})
+        return Unavailable(f"The server is busy ({why}); ask again in {retry} s. Retrieval (/retrieve/run) is not "
+                           "affected.", headers={"Retry-After": str(retry)})

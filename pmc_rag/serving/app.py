@@ -38,6 +38,7 @@ from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_o
                                     internal_error_detail, keys_in_use, owner_of)
 from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
+from pmc_rag.serving.http_errors import add_refusal_handler
 from pmc_rag.serving.mcp_tools import mount_mcp
 from pmc_rag.serving.uploads import add_upload_routes
 from pmc_rag.serving.page import page_html
@@ -96,6 +97,7 @@ def build_app(config: ServeConfig) -> FastAPI:
 
     log_fields_safely()
     app = create_app()
+    add_refusal_handler(app)  # the service's refusals in pmc-rag's own routes (/<endpoint>/stream, ...)
     for endpoint in config.endpoints:
         if not endpoint.rest:
             app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", "") != f"/{endpoint.name}/run"]

@@ -30,6 +30,7 @@ from pmc_rag.components.store_connection import connect, on_primary
 from pmc_rag.answer_service import AnswerService, narrowed, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.pipelines import document_store_of, load_declared_pipeline
+from pmc_rag.refusals import AnswerStopped, Refused
 from pmc_rag.serving.access import access_filter, names_collections
 from pmc_rag.serving.answer_slots import AnswerSlots
 from pmc_rag.serving.cache import AnswerCache
@@ -38,6 +39,7 @@ from pmc_rag.serving.config import ServeConfig
 from pmc_rag.serving.conversation import cited_per_turn_from_history, numbers_from_history, standalone_query
 from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
 from pmc_rag.serving.history import ConversationStore
+from pmc_rag.serving.http_errors import refusals_as_http
 from pmc_rag.serving.open_webui import source_events, wants_source_events
 from pmc_rag.serving.streaming import AnswerProgress
 
@@ -88,11 +90,12 @@ class _Endpoint(BasePipelineWrapper):
         """What this request may read, given its filters (pmc_rag.serving.access); None: everything."""
         return access_filter(self.document_store, names_collections(filters))
 
-    def _unavailable(self, error: Exception) -> HTTPException:
+    def _unavailable(self, error: Exception) -> Refused:
         return unavailable(self.spec.name, error, self.connection_string)
 
 
 class RetrievalEndpoint(_Endpoint):
+    @refusals_as_http
     def run_api(self, question: str, filters: SearchFilters | None = None, top_k: TopK | None = None
                 ) -> RetrievalResult:
         """
@@ -147,6 +150,7 @@ class AnswerEndpoint(_Endpoint):
             max_question_chars=self.config.max_question_chars, carried_chunks=self.config.carried_chunks,
             follow_ups_from_topic_papers=self.config.follow_ups_from_topic_papers)
 
+    @refusals_as_http
     def run_api(self, question: str, filters: SearchFilters | None = None, top_k: TopK | None = None,
                 conversation_id: str | None = None) -> Answer:
         """
@@ -159,6 +163,7 @@ class AnswerEndpoint(_Endpoint):
         """
         return self.service.answer(question, filters, top_k, conversation_id, access=self.access(filters))
 
+    @refusals_as_http
     def run_chat_completion(self, model: str, messages: list[dict], body: dict, headers: Headers | None = None
                             ) -> str | Generator:
         """OpenAI chat: the last user message is the question; earlier turns come from the conversation id
@@ -252,7 +257,7 @@ class AnswerPieces:
             try:  # a model that sends nothing at all is waited for until the deadline, not longer
                 kind, value = self.pieces.get(timeout=max(0.0, self.lifetime.seconds_left()) + 5)
             except queue.Empty:
-                kind, value = "error", HTTPException(504, f"no answer within {self.lifetime.deadline_s:g} s; ask again")
+                kind, value = "error", AnswerStopped(f"no answer within {self.lifetime.deadline_s:g} s; ask again", 504)
             if kind == "status":
                 yield "status", value
                 continue
@@ -261,7 +266,7 @@ class AnswerPieces:
                     yield "sentence", sentence
                 yield "answer", value
                 return
-            if isinstance(value, HTTPException):
+            if isinstance(value, (HTTPException, Refused)):
                 detail = value.detail
             else:  # logged with its traceback; the client gets the request id, not the internals
                 log.error("%s stream failed request_id=%s", self.endpoint, current_request_id.get(), exc_info=value)

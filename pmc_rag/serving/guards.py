@@ -20,20 +20,13 @@ import re
 import unicodedata
 from typing import Any
 
-from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pmc_rag.components.citations import canonical_id
+from pmc_rag.refusals import InputError
 from pmc_rag.serving.crisis import check_crisis
 from pmc_rag.serving.crisis_replies import crisis_reply
 from pmc_rag.ingestion.documents import COLLECTION_NAME, COLLECTION_RULE
-
-
-class InputError(HTTPException):
-    """The request is not usable: a 4xx whose detail says what to change."""
-
-    def __init__(self, message: str, status: int = 422):
-        super().__init__(status_code=status, detail=message)
 
 
 def clean_question(question: Any, max_chars: int) -> str:
