@@ -193,13 +193,49 @@ def local_model_servers_stopped_at_the_end():
     local_model_server(rag_llm_spec()).stop()
 
 
-def pipeline_file_for(name: str, table_name: str, folder: Path) -> Path:
-    """pipelines/<name>.yml, copied into `folder` pointed at a test table (and its indexes) and the tests' model
-    server. The files it extends or includes are copied along (each with the same changes)."""
+# How the copied pipelines' embedded model answers (PMC_RAG_TEST_REPLIES): `replay` (the default) answers from the
+# replies recorded from the real model (RecordedReplyChatGenerator, no model server started), `record` asks the
+# real model and records its replies (scripts/record_replies.sh), `model` asks the real model and records nothing.
+# Tests about the model's own behaviour ask for it (`real_model=True`) and are marked `integration`.
+REPLIES_MODE = os.environ.get("PMC_RAG_TEST_REPLIES", "replay")
+RECORDED_REPLIES = FIXTURES / "recorded_replies.jsonl"
+
+
+def pipeline_file_for(name: str, table_name: str, folder: Path, real_model: bool = False) -> Path:
+    """pipelines/<name>.yml, copied into `folder` pointed at a test table (and its indexes) and at the tests' model
+    server, or at the recorded replies (REPLIES_MODE) unless `real_model`: the generators as shipped, for a test
+    that asks the real model or puts its own fake in the model's place. The files it extends or includes are
+    copied along (each with the same changes)."""
+    mode = "model" if real_model else REPLIES_MODE
     for source in (PROJECT_ROOT / "pipelines").glob("*.yml"):
-        text = source.read_text().replace("pmc_chunks", table_name)
-        (folder / source.name).write_text(text.replace("http://127.0.0.1:1417/v1", TEST_LLM_URL))
+        text = source.read_text().replace("pmc_chunks", table_name).replace("http://127.0.0.1:1417/v1", TEST_LLM_URL)
+        if mode != "model" and TEST_LLM_URL in text:
+            text = yaml.safe_dump(_with_recorded_replies(yaml.safe_load(text), record=mode == "record"),
+                                  sort_keys=False)
+        (folder / source.name).write_text(text)
     return folder / f"{name}.yml"
+
+
+def _with_recorded_replies(spec: dict, record: bool) -> dict:
+    """The spec with every chat generator of the tests' model server answering from the recorded replies (or
+    recording them); replaying, the model server is not started at all."""
+    from pmc_rag.components.recorded_reply_chat_generator import recorded_chat_generator
+
+    def swapped(node):
+        if isinstance(node, dict):
+            parameters = node.get("init_parameters") or {}
+            if str(node.get("type", "")).endswith("OpenAIChatGenerator") and \
+                    parameters.get("api_base_url") == TEST_LLM_URL:
+                return recorded_chat_generator(node, str(RECORDED_REPLIES), record)
+            return {key: swapped(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [swapped(item) for item in node]
+        return node
+
+    spec = swapped(spec)
+    if not record:
+        spec.pop("local_model", None)
+    return spec
 
 
 def write_serve_config(table: str, folder: Path, **sections: dict) -> Path:

@@ -103,6 +103,7 @@ def test_a_broken_pipeline_file_names_itself(tmp_path):
         load_pipeline(broken)
 
 
+@pytest.mark.integration  # the real model server starting and writing
 def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_path, table_name):
     from conftest import indexing_yaml_for, make_store
 
@@ -113,7 +114,7 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
     # The tests' model server key, so that the server setup starts is one the other tests can use and stop.
     env = {"PG_CONN_STR": pg_conn_str, "PMC_RAG_HOME": str(tmp_path / "home"), API_KEY_ENV: api_key()}
 
-    rag = pipeline_file_for("rag", table_name, tmp_path)  # its local model server on the tests' port
+    rag = pipeline_file_for("rag", table_name, tmp_path, real_model=True)  # its model server on the tests' port
 
     empty = pmc_rag("setup", "--no-sample", "--pipeline", str(yaml_path), "--answer-pipeline", str(rag), env=env)
     assert empty.returncode == 0, empty.stderr

@@ -4,6 +4,8 @@ held up by a session is named, not reported as "."; sessions the server closed a
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import subprocess
@@ -18,6 +20,8 @@ import yaml
 from haystack import Document
 
 from conftest import PROJECT_ROOT, free_port
+
+pytestmark = pytest.mark.integration  # PostgreSQL restarts, kills and signals
 
 UNIT = [0.0] * 383 + [1.0]
 

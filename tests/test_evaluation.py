@@ -279,7 +279,8 @@ def test_adversaries_replace_the_model_and_the_table_shows_what_got_through(eval
     assert "| rag+negate |" in markdown(report) and "citation precision" in markdown(report)
 
 
-def test_each_local_model_answers_in_turn_from_a_server_of_its_own(eval_table):
+@pytest.mark.integration  # each real model, from a server of its own
+def test_each_local_model_answers_in_turn_from_a_server_of_its_own(eval_table, tmp_path):
     """`pmc-rag eval --local-models`: one row per embedded model, Ollama out of the chain, and the model's own
     server stopped once its row is done (the user's server on rag.yml's port is left alone)."""
     from pmc_rag.evaluation.report import markdown
@@ -289,7 +290,8 @@ def test_each_local_model_answers_in_turn_from_a_server_of_its_own(eval_table):
 
     table, folder = eval_table
     model = "qwen2.5-0.5b-instruct"
-    report = run_evaluation([pipeline_file_for("rag", table, folder), pipeline_file_for("retrieve_bm25", table, folder)],
+    report = run_evaluation([pipeline_file_for("rag", table, tmp_path, real_model=True),
+                             pipeline_file_for("retrieve_bm25", table, tmp_path, real_model=True)],
                             DEV_QUESTIONS, limit=2, progress=False, local_models=[model])
     assert list(report["variants"]) == [f"rag@{model}"]  # a retriever has no model to swap
     entry = report["variants"][f"rag@{model}"]

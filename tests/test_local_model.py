@@ -24,6 +24,8 @@ from pmc_rag.local_llm.supervisor import (API_KEY_ENV, LocalModelServer, LocalMo
 from conftest import (LOCAL_BASE_URL, PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for,
                       rag_llm_spec)
 
+pytestmark = pytest.mark.integration  # the real model's server: starts, crashes, hangs, restarts
+
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 TABLE = SAMPLE_TABLE  # read only
 MODEL = "qwen2.5-0.5b-instruct"
@@ -36,7 +38,7 @@ def folder(tmp_path_factory, pmc_sample_table):
 
 def rag_variant(folder: Path, name: str, change: Any = None) -> Path:
     """rag.yml on the test table, with `change(spec)` applied; Ollama is pointed at a closed port."""
-    spec = yaml.safe_load(pipeline_file_for("rag", TABLE, folder).read_text())
+    spec = yaml.safe_load(pipeline_file_for("rag", TABLE, folder, real_model=True).read_text())
     spec["components"]["generator"]["init_parameters"]["chat_generators"][0]["init_parameters"]["url"] = \
         "http://127.0.0.1:9"
     if change:
@@ -64,7 +66,7 @@ def client(folder):
     config = {"server": {"host": "127.0.0.1", "port": 1416}, "cache": {"max_entries": 0}, "endpoints": [
         {"name": "rag", "pipeline": str(rag_variant(folder, "rag")), "kind": "answer", "rest": True, "chat": True},
         {"name": "impatient", "pipeline": str(rag_variant(folder, "impatient", impatient)), "kind": "answer"},
-        {"name": "retrieve", "pipeline": str(pipeline_file_for("retrieve_hybrid", TABLE, folder)),
+        {"name": "retrieve", "pipeline": str(pipeline_file_for("retrieve_hybrid", TABLE, folder, real_model=True)),
          "kind": "retrieval"}]}
     path = folder / "hayhooks.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))

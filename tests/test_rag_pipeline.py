@@ -24,9 +24,10 @@ def rag_files(tmp_path_factory, pmc_sample_table):
     return pmc_sample_table, tmp_path_factory.mktemp("rag")
 
 
-def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files):
+@pytest.mark.integration  # the real model's server, its streamed tokens and their count
+def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_path):
     table, folder = rag_files
-    pipeline = load_declared_pipeline(pipeline_file_for("rag", table, folder))
+    pipeline = load_declared_pipeline(pipeline_file_for("rag", table, tmp_path, real_model=True))
     pipeline.warm_up()  # starts the local model server
     answer = answer_question(pipeline, QUESTION)
 
@@ -52,14 +53,14 @@ def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files):
     assert streamed["usage"]["prompt_tokens"] > 100
 
 
-def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_files):
+def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_files, tmp_path):
     table, folder = rag_files
-    spec = yaml.safe_load(pipeline_file_for("rag", table, folder).read_text())
+    spec = yaml.safe_load(pipeline_file_for("rag", table, tmp_path, real_model=True).read_text())
     generators = spec["components"]["generator"]["init_parameters"]["chat_generators"]
     generators[0]["init_parameters"]["url"] = "http://127.0.0.1:9"  # nothing listens there
     del generators[1]  # no embedded model either: only the empty last resort is left
     del spec["local_model"]
-    path = folder / "rag_no_generator.yml"
+    path = tmp_path / "rag_no_generator.yml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     answer = answer_question(load_declared_pipeline(path), QUESTION)
     assert answer["flags"]["extractive_fallback"] and answer["model"] is None
@@ -67,14 +68,15 @@ def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_f
     assert answer["references"] and answer["references"][0]["source_id"] == "PMC4816447"
 
 
-def test_a_generator_timeout_gives_the_quoted_answer_flagged(rag_files):
+@pytest.mark.integration  # the real model's time limit
+def test_a_generator_timeout_gives_the_quoted_answer_flagged(rag_files, tmp_path):
     table, folder = rag_files
-    spec = yaml.safe_load(pipeline_file_for("rag", table, folder).read_text())
+    spec = yaml.safe_load(pipeline_file_for("rag", table, tmp_path, real_model=True).read_text())
     local = spec["components"]["generator"]["init_parameters"]["chat_generators"][1]["init_parameters"]
     # Not at temperature 0: the model server hands back a reply it wrote before at once (its reply memo), which a
     # fast CPU delivered within the millisecond (AMD EPYC, family 26).
     local.update(timeout=0.001, generation_kwargs={**local["generation_kwargs"], "temperature": 0.7})
-    path = folder / "rag_impatient.yml"
+    path = tmp_path / "rag_impatient.yml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     answer = answer_question(load_declared_pipeline(path), QUESTION)
     assert answer["failed_generators"] == ["OllamaChatGenerator", "OpenAIChatGenerator"]

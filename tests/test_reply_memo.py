@@ -11,6 +11,8 @@ import pytest
 from pmc_rag.local_llm.reply_memo import ReplyMemo
 from pmc_rag.local_llm.server import ModelService
 
+pytestmark = pytest.mark.integration  # the real model server's reply memo
+
 MESSAGES = [{"role": "user", "content": "Does erlotinib help?"}]
 GREEDY = {"temperature": 0.0, "max_tokens": 8}
 

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import yaml
 
-from conftest import (LOCAL_BASE_URL, PROJECT_ROOT, free_port, start_server, stop_server,
+from conftest import (LOCAL_BASE_URL, PROJECT_ROOT, free_port, pipeline_file_for, start_server, stop_server,
                       write_serve_config)
 
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
@@ -384,6 +384,7 @@ def _wait_for(browser: Any, selector: str, count: int = 1, timeout: float = 240)
                          f"{browser.find_element(By.TAG_NAME, 'body').text[-2000:]}")
 
 
+@pytest.mark.integration  # the browser
 def test_the_built_in_page_streams_cited_answers_in_a_browser(serve_config, pg_conn_str, browser, tmp_path):
     from pdf_documents import active_pdf
     from selenium.webdriver.common.by import By
@@ -723,7 +724,8 @@ def test_serving_config_errors_name_the_key(tmp_path, serve_config):
         load_serve_config(path)
 
 
-def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, monkeypatch):
+@pytest.mark.integration  # the real model, and its time limit
+def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, monkeypatch, tmp_path):
     """Ollama (a fake server, over real HTTP) answers while it is up; when it goes down the embedded model answers
     and the answer says so; when every model runs out of time the answer quotes passages, cited and flagged."""
     from fake_ollama import FakeOllama
@@ -733,16 +735,17 @@ def test_degradation_ollama_up_then_down_and_a_generator_timeout(serve_config, m
     from pmc_rag.serving.config import load_serve_config
 
     config = yaml.safe_load(serve_config.read_text())
-    hurried = serve_config.parent / "rag_hurried.yml"
-    text = (serve_config.parent / "rag.yml").read_text()
+    shipped = pipeline_file_for("rag", TABLE, tmp_path, real_model=True)  # the real model, as rag.yml has it
+    hurried = tmp_path / "rag_hurried.yml"
+    text = shipped.read_text()
     assert "timeout: 60 " in text
     # The embedded model's time limit, and not at temperature 0: the model server hands back a reply it wrote
     # before at once (its reply memo), which a fast CPU delivered within the millisecond (AMD EPYC, family 26).
     assert "{max_tokens: 400, temperature: 0.0}" in text
     hurried.write_text(text.replace("timeout: 60 ", "timeout: 0.001 ").replace(
         "{max_tokens: 400, temperature: 0.0}", "{max_tokens: 400, temperature: 0.7}"))
-    config["endpoints"] = [config["endpoints"][0], {**config["endpoints"][0], "name": "hurried",
-                                                    "pipeline": str(hurried), "chat": False}]
+    config["endpoints"] = [{**config["endpoints"][0], "pipeline": str(shipped)},
+                           {**config["endpoints"][0], "name": "hurried", "pipeline": str(hurried), "chat": False}]
     path = serve_config.parent / "hayhooks_degradation.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 

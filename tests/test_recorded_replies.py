@@ -1,0 +1,44 @@
+"""The recorded-reply generator the answering tests use instead of the model: it replays, records, never invents."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from haystack.dataclasses import ChatMessage
+
+from pmc_rag.components.empty_reply_generator import EmptyReplyGenerator
+from pmc_rag.components.recorded_reply_chat_generator import (NoRecordedReply, RecordedReplyChatGenerator,
+                                                              prompt_key)
+
+PROMPT = [ChatMessage.from_system("Answer from the excerpts."), ChatMessage.from_user("Is erlotinib effective?")]
+
+
+def test_a_recorded_reply_is_replayed_with_its_meta_and_streamed_word_by_word(tmp_path):
+    replies = tmp_path / "replies.jsonl"
+    reply = ChatMessage.from_assistant("Erlotinib prolonged survival [PMC4816447].", meta={"model": "qwen2.5"})
+    replies.write_text(json.dumps({"key": prompt_key(PROMPT, {"max_tokens": 400}), "prompt_start": "Is erlotinib",
+                                   "reply": reply.to_dict()}) + "\n")
+    generator = RecordedReplyChatGenerator(replies=str(replies))
+    streamed: list[str] = []
+    out = generator.run(messages=PROMPT, generation_kwargs={"max_tokens": 400},
+                        streaming_callback=lambda chunk: streamed.append(chunk.content))
+    assert out["replies"][0].text == reply.text and out["replies"][0].meta["model"] == "qwen2.5"
+    assert "".join(streamed) == reply.text and len(streamed) == 4
+    # other settings are another prompt: never answered from a reply recorded for different ones
+    with pytest.raises(NoRecordedReply, match="record them again with scripts/record_replies.sh"):
+        generator.run(messages=PROMPT, generation_kwargs={"max_tokens": 100})
+    with pytest.raises(NoRecordedReply, match="Is erlotinib effective"):
+        generator.run(messages=[ChatMessage.from_user("Is erlotinib effective?")])
+    assert RecordedReplyChatGenerator.from_dict(generator.to_dict()).to_dict() == generator.to_dict()
+
+
+def test_recording_asks_the_real_generator_and_appends_what_it_said(tmp_path):
+    replies = tmp_path / "replies.jsonl"
+    recorder = RecordedReplyChatGenerator(replies=str(replies), record_with=EmptyReplyGenerator().to_dict())
+    assert recorder.run(messages=PROMPT)["replies"][0].text == ""
+    assert RecordedReplyChatGenerator(replies=str(replies)).run(messages=PROMPT)["replies"][0].text == ""
+    entry = json.loads(replies.read_text().splitlines()[0])
+    assert entry["key"] == prompt_key(PROMPT, None) and entry["prompt_start"] == "Is erlotinib effective?"
+    data = recorder.to_dict()
+    assert RecordedReplyChatGenerator.from_dict(data).to_dict() == data and data["init_parameters"]["record_with"]
