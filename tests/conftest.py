@@ -94,6 +94,9 @@ def indexing_yaml_for(table_name: str, **changes) -> str:
     `changes` maps "component.parameter" (or "store.parameter") to a new value.
     """
     spec = resolve_pipeline_spec(INDEXING_YAML)
+    # float32 on every CPU (not bfloat16 where a CPU has it): the same vectors, so the same excerpts and prompts,
+    # on the machine that recorded the model's replies and on any other that replays them
+    spec["components"]["embedder"]["init_parameters"]["compute_dtype"] = "float32"
     store_params = spec["components"]["writer"]["init_parameters"]["document_store"]["init_parameters"]
     store_params.update(
         table_name=table_name, hnsw_index_name=f"{table_name}_hnsw", keyword_index_name=f"{table_name}_keyword"

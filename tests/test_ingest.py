@@ -162,6 +162,7 @@ def test_an_embedder_that_does_not_match_the_table_is_a_clear_error(table_name):
     store.delete_table()
 
 
+@pytest.mark.integration  # a process killed mid-ingestion
 def test_killed_ingestion_leaves_every_article_whole_or_absent(store, tmp_path, pg_conn_str):
     yaml_path = tmp_path / "indexing.yml"
     yaml_path.write_text(indexing_yaml_for(store.table_name))

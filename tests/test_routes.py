@@ -345,6 +345,13 @@ def test_paper_reader_and_follow_up_search_serialization_round_trip(sample_store
     assert FollowUpSearch.from_dict(data).to_dict() == data
 
 
+def test_chunks_by_id_round_trips(sample_store):
+    from pmc_rag.components.chunks_by_id import ChunksById
+
+    data = ChunksById(document_store=sample_store, max_chunks=3).to_dict()
+    assert ChunksById.from_dict(data).to_dict() == data and data["init_parameters"]["max_chunks"] == 3
+
+
 def test_a_paper_found_by_its_methods_also_gives_its_conclusion(sample_store):
     from pmc_rag.components.paper_findings import PaperFindings
 

