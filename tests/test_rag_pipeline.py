@@ -147,7 +147,7 @@ def test_each_optional_stage_is_a_yaml_variant_that_answers(rag_files, name):
     stage = {"rag_abbrev": "expander", "rag_evidence": "evidence_boost", "rag_context": "context",
              "rag_structured": "reader", "rag_short_excerpts": "sentences", "rag_rewrite": "rewriter",
              "rag_multi_query": "expander"}[name]
-    assert answer["timings_ms"][stage] > 0
+    assert stage in answer["timings_ms"]  # the stage ran (it may take under the 0.1 ms timings are rounded to)
     assert answer["references"]
     if name in ("rag_rewrite", "rag_multi_query"):  # what the model wrote was searched, and the notes say so
         searched = [n for n in answer["notes"] if n.startswith(("Searched as: ", "Also searched: "))]
