@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 import yaml
@@ -879,6 +880,35 @@ def test_pmc_rag_ask_and_the_server_give_the_same_answers_and_refusals(client, s
         refused = client.post("/rag/run", json={"question": bad})
         assert status == 1 and refused.status_code == 422
         assert printed.strip() == f"pmc-rag: error: {refused.json()['detail']}"
+
+
+def test_pmc_rag_ask_asks_a_running_server_of_the_same_data_folder_and_prints_the_same_answer(
+        serve_config, pg_conn_str, tmp_path):
+    """With a `pmc-rag serve` of the same PMC_RAG_HOME answering with the same pipeline, `ask` sends the question
+    over HTTP (only --explain says so) and prints that answer; once the server stops, it answers in process."""
+    pipeline = yaml.safe_load(serve_config.read_text())["endpoints"][0]["pipeline"]
+    env = {**os.environ, "PG_CONN_STR": pg_conn_str, "PMC_RAG_HOME": str(tmp_path / "home")}
+
+    def ask(*options: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pmc_rag.cli", "ask", *options, "--pipeline", pipeline, QUESTION],
+                              cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+    port = free_port()
+    server = start_server(serve_config, port, env)
+    try:
+        assert json.loads((tmp_path / "home" / "serve.json").read_text())["url"] == f"http://127.0.0.1:{port}"
+        explained, as_json = ask("--explain"), ask("--json")
+        served = httpx.post(f"http://127.0.0.1:{port}/rag/run", json={"question": QUESTION}, timeout=300).json()
+    finally:
+        stop_server(server)
+    assert explained.returncode == 0 and as_json.returncode == 0, explained.stderr + as_json.stderr
+    assert f"Asked the running server at http://127.0.0.1:{port} (endpoint rag)." in explained.stdout
+    assert json.loads(as_json.stdout)["answer"] == served["result"]["answer"]
+    assert served["result"]["answer"] in explained.stdout
+    assert not (tmp_path / "home" / "serve.json").exists()  # the stopped server took its record with it
+    alone = ask("--explain")
+    assert alone.returncode == 0 and "Asked the running server" not in alone.stdout
+    assert served["result"]["answer"] in alone.stdout  # the same answer, made in process
 
 
 def test_a_follow_up_to_a_follow_up_keeps_the_conversation_s_topic():

@@ -38,6 +38,7 @@ from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_o
                                     internal_error_detail, keys_in_use, owner_of)
 from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
 from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
+from pmc_rag.running_server import forget_server, record_server
 from pmc_rag.serving.http_errors import add_refusal_handler
 from pmc_rag.serving.mcp_tools import mount_mcp
 from pmc_rag.serving.uploads import add_upload_routes
@@ -527,6 +528,10 @@ def serve(config: ServeConfig) -> None:
     # Uvicorn shuts down gracefully on SIGTERM, then raises the signal again; with the default handler the process
     # would die right there, before the cleanup below and the embedded database's, leaving the model server behind.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # `pmc-rag ask` on this data folder asks this server instead of loading the pipeline itself
+    host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+    record_server(f"http://{host}:{config.port}",
+                  {e.name: e.pipeline for e in config.endpoints if e.kind == "answer" and e.rest})
     try:
         if config.workers > 1:
             _serve_in_workers(config, local_models)
@@ -534,6 +539,7 @@ def serve(config: ServeConfig) -> None:
             _use_torch_threads(config)
             _Server(uvicorn_config(build_app(config), config), _ready_lines(config)).run()
     finally:
+        forget_server()
         stop_watching.set()
         for spec in local_models:  # the model servers this server started go with it
             local = local_model_server(spec)
