@@ -166,7 +166,7 @@ if not cosine >= {MIN_COSINE}:
 def _bf16_fails_here(model: str) -> str | None:
     import torch
 
-    from pmc_rag.paths import models_dir
+    from pmc_rag.components.data_home import models_dir
 
     marker = (models_dir() / "cpu-trials" /
               f"{Path(model).name}-bfloat16-torch{torch.__version__}-works-on-{cpu_key()}")

@@ -266,7 +266,7 @@ def _export(graph: _MeanPooled, model: Any, name: str, again: bool = False, fold
     `again`), written under a temporary name and then renamed, so a worker never opens a half-written file."""
     import torch
 
-    from pmc_rag.paths import models_dir
+    from pmc_rag.components.data_home import models_dir
 
     folder = folder or models_dir() / "onnx"
     folder.mkdir(parents=True, exist_ok=True)
@@ -351,7 +351,7 @@ def embedded_once(model: str, texts: list[str], kind: str) -> Any:
     otherwise embed again (the router's and the crisis check's, 1.4 s and 2.9 s on 2 cores)."""
     import numpy as np
 
-    from pmc_rag.paths import models_dir
+    from pmc_rag.components.data_home import models_dir
 
     fingerprint = model_files_fingerprint(model)
     saved = None
@@ -374,7 +374,7 @@ def embedded_once(model: str, texts: list[str], kind: str) -> Any:
 
 
 def _record_path(model: str) -> Path:
-    from pmc_rag.paths import models_dir
+    from pmc_rag.components.data_home import models_dir
 
     return models_dir() / "onnx" / f"{Path(model).name}.recorded.json"
 

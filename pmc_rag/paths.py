@@ -12,8 +12,9 @@ in the project checkout (delete it to start from scratch):
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from pmc_rag.components.data_home import home, models_dir  # noqa: F401  (defined once, below the components)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
@@ -26,17 +27,5 @@ CONVERSATIONS = PROJECT_ROOT / "evaluation" / "datasets" / "conversations.json"
 UNANSWERABLE = PROJECT_ROOT / "evaluation" / "datasets" / "unanswerable_questions.json"
 
 
-def home() -> Path:
-    path = Path(os.environ.get("PMC_RAG_HOME") or PROJECT_ROOT / ".pmc-rag").expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def pgdata_dir() -> Path:
     return home() / "pgdata"
-
-
-def models_dir() -> Path:
-    path = home() / "models"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
