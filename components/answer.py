@@ -95,7 +95,7 @@ class Reference(BaseModel):
     def line(self) -> str:
         """`[n] ID · title. journal. year · url`, or `[n] ID · Smith et al. 2020, p. 4 · title` for a document with
         pages: the id right after the number (chat histories are parsed back by it:
-        pmc_rag.serving.conversation.numbers_from_history)."""
+        pmc_rag.answering.conversation.numbers_from_history)."""
         origin = None if self.origin == "corpus" else f"({self.origin})"
         if self.page is not None:
             return " · ".join(part for part in (f"[{self.number}] {self.source_id}", self.locator(), self.title,

@@ -1,6 +1,6 @@
 """How a follow-up question travels through a pipeline: the question, then the topic it follows up.
 
-A conversation (`pmc_rag.serving.conversation`) sends a follow-up such as "What about its side effects?" to
+A conversation (`pmc_rag.answering.conversation`) sends a follow-up such as "What about its side effects?" to
 retrieval and to the model as `"What about its side effects? (follow-up to: Is erlotinib effective?)"`, so that
 the search carries the topic along. The components that must judge the reader's own words (the router, the
 relevance gate, the answer builder, the follow-up asks) read the two parts back with these functions; they live

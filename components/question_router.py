@@ -227,7 +227,7 @@ class QuestionRouter:
         does not vote (for measuring the router on the questions its exemplars come from)."""
         if is_follow_up(question):
             # The server sends a follow-up in a conversation as "<question> (follow-up to: <topic>)"
-            # (pmc_rag/serving/conversation.py) and answers it from the topic's papers, by the single path: the two
+            # (pmc_rag/answering/conversation.py) and answers it from the topic's papers, by the single path: the two
             # question marks are not two questions, and another route's searches would leave those papers.
             return "single", "follow-up", None
         route, layer, paper = self._rule(question)

@@ -19,7 +19,7 @@ from typing import Any
 
 def gate_inputs(pipeline_name: str, questions: list[str]) -> list[dict[str, Any]]:
     """The relevance gate's keyword arguments for each question, as the pipeline gave them."""
-    from pmc_rag.answering import run_answering
+    from pmc_rag.answering.pipeline_run import run_answering
     from pmc_rag.components import relevance_gate
     from pmc_rag.evaluation.runner import without_generation
     from pmc_rag.pipelines import load_declared_pipeline

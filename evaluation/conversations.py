@@ -30,10 +30,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from pmc_rag.answer_service import AnswerService
+from pmc_rag.answering.service import AnswerService
 from pmc_rag.pipelines import load_declared_pipeline
 from pmc_rag.evaluation.runner import shown_path
-from pmc_rag.serving.history import ConversationStore
+from pmc_rag.answering.history import ConversationStore
 
 NOT_ANSWERED = "not_answered"
 _SAYS_NOT_ANSWERED = re.compile(r"\b(?:do|does|did)(?: not|n't) (?:answer|address|mention|say|report)",

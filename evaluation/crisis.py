@@ -19,7 +19,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from pmc_rag.serving.crisis import (HELD_ASIDE_SETS, ExemplarLayer, check_crisis, check_crisis_by_rules,
+from pmc_rag.answering.crisis import (HELD_ASIDE_SETS, ExemplarLayer, check_crisis, check_crisis_by_rules,
                                     labelled_messages, normalise, research_exemplars)
 
 # Held aside and never read message by message: its figures are reported, its failures not listed.
@@ -104,7 +104,7 @@ def training_messages() -> tuple[list[str], list[bool], str]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from pmc_rag.serving.crisis_classifier import train_crisis_classifier
+    from pmc_rag.answering.crisis_classifier import train_crisis_classifier
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="retrain the classifier, then report")

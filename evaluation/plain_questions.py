@@ -79,7 +79,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def run(pipeline: str = "rag", sets: tuple[str, ...] = SETS, out: Path | None = None) -> list[dict[str, Any]]:
-    from pmc_rag.answer_service import AnswerService
+    from pmc_rag.answering.service import AnswerService
     from pmc_rag.database import ensure_database
     from pmc_rag.environment import configure_environment
     from pmc_rag.pipelines import load_declared_pipeline

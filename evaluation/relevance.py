@@ -22,7 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from pmc_rag.answering import run_answering
+from pmc_rag.answering.pipeline_run import run_answering
 from pmc_rag.evaluation.questions import Question
 from pmc_rag.evaluation.runner import shown_path, without_generation
 from pmc_rag.pipelines import load_declared_pipeline

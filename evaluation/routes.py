@@ -176,7 +176,7 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
     The figures are checked against the labels, not by the answering pipeline's own checker: the named paper of
     a summary request, the subjects of a comparison (each must be named in a cited paper's evidence sentences).
     """
-    from pmc_rag.answer_service import AnswerService
+    from pmc_rag.answering.service import AnswerService
     from pmc_rag.pipelines import load_declared_pipeline
 
     questions = [q for q in labelled_route_questions(path) if q["set"] == question_set]

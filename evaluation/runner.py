@@ -42,8 +42,8 @@ from pmc_rag.evaluation.citation_quality import alce_scores, attack_outcomes
 from pmc_rag.evaluation.metrics import answer_chunk_scores, citation_scores, paper_scores, predicted_verdict, summarise
 from pmc_rag.evaluation.questions import Question, load_questions
 from pmc_rag.evaluation.trust import trust_scores
-from pmc_rag.answer_service import AnswerService
-from pmc_rag.answering import timed_run
+from pmc_rag.answering.service import AnswerService
+from pmc_rag.answering.pipeline_run import timed_run
 from pmc_rag.paths import PIPELINES_DIR, PROJECT_ROOT
 from pmc_rag.pipelines import (
     DeclaredPipeline,

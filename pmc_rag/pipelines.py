@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # Haystack (and with it torch) is imported when a pipeline is
     from haystack import Pipeline
 
 
-# Declared outputs the answering code reads (see pmc_rag/answering.py): what the model is shown, and each
+# Declared outputs the answering code reads (see pmc_rag/answering/pipeline_run.py): what the model is shown, and each
 # retriever's list (`retrieved_semantic: semantic.documents`).
 EXCERPTS = "excerpts"
 RETRIEVED_PREFIX = "retrieved_"
@@ -83,7 +83,7 @@ class DeclaredPipeline:
           question: [query_embedder.text, bm25.query]   # one name can feed several sockets
           filters: [semantic.filters, bm25.filters]
         outputs:
-          documents: ranker.documents   # an answering pipeline: `answer` and `excerpts` (see pmc_rag/answering.py)
+          documents: ranker.documents   # an answering pipeline: `answer` and `excerpts` (see pmc_rag/answering/pipeline_run.py)
         local_model:            # optional: pmc-rag starts this model server before the pipeline runs
           model: qwen2.5-0.5b-instruct
           url: http://127.0.0.1:1417/v1

@@ -14,10 +14,10 @@ import httpx
 import psycopg
 import pytest
 import yaml
-from pmc_rag.refusals import AnswerStopped, Unavailable
+from pmc_rag.answering.refusals import AnswerStopped, Unavailable
 
-from pmc_rag.serving.answer_slots import AnswerSlots
-from pmc_rag.serving.caller import RequestLifetime
+from pmc_rag.answering.answer_slots import AnswerSlots
+from pmc_rag.answering.caller import RequestLifetime
 
 from conftest import SAMPLE_TABLE, free_port, pipeline_file_for
 

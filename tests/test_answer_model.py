@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from pmc_rag.components.answer import Answer, answer_fields_markdown
 from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
-from pmc_rag.serving.conversation import numbers_from_history, renumber
+from pmc_rag.answering.conversation import numbers_from_history, renumber
 
 from conftest import PROJECT_ROOT
 

@@ -6,10 +6,10 @@ import logging
 
 import pytest
 
-from pmc_rag.serving import crisis
-from pmc_rag.serving.crisis import (HELD_ASIDE_SETS, ExemplarLayer, check_crisis, check_crisis_by_rules,
+from pmc_rag.answering import crisis
+from pmc_rag.answering.crisis import (HELD_ASIDE_SETS, ExemplarLayer, check_crisis, check_crisis_by_rules,
                                     crisis_reply, labelled_messages, normalise)
-from pmc_rag.serving.guards import fixed_reply
+from pmc_rag.answering.guards import fixed_reply
 
 
 @pytest.mark.parametrize("message, category", [
@@ -133,7 +133,7 @@ def test_the_held_aside_messages_are_never_exemplars(monkeypatch):
 def test_without_its_model_the_check_still_decides_by_the_rules_and_says_so_once(monkeypatch, caplog):
     monkeypatch.setattr(crisis, "_LAYER", [])
     monkeypatch.setattr(ExemplarLayer, "load", classmethod(lambda cls: (_ for _ in ()).throw(OSError("no model"))))
-    with caplog.at_level(logging.WARNING, logger="pmc_rag.serving.crisis"):
+    with caplog.at_level(logging.WARNING, logger="pmc_rag.answering.crisis"):
         assert check_crisis("I want to kill myself").crisis
         assert not check_crisis("my arm feels odd today").crisis  # the rules see none; the exemplars are gone
         assert not check_crisis("my leg feels odd today").crisis
@@ -165,7 +165,7 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
 
 
 def test_the_crisis_classifier_learns_and_reads_its_weights_without_a_library(tmp_path):
-    from pmc_rag.serving.crisis_classifier import CrisisClassifier, features, train_crisis_classifier
+    from pmc_rag.answering.crisis_classifier import CrisisClassifier, features, train_crisis_classifier
 
     assert "# ki" in features("kill me") and "kill me" in features("kill me") and "me" in features("kill me")
     texts = ["i want to die", "i want to end it", "i will kill myself", "does aspirin work", "is surgery effective",
@@ -184,8 +184,8 @@ def test_messages_on_other_things_are_not_sent_to_the_exemplars(message):
 
 
 def test_answers_to_personal_questions_say_they_are_not_medical_advice_and_personal_data_is_removed():
-    from pmc_rag.answer_service import _with_care_notes
-    from pmc_rag.serving.guards import NOT_MEDICAL_ADVICE, reads_as_personal
+    from pmc_rag.answering.service import _with_care_notes
+    from pmc_rag.answering.guards import NOT_MEDICAL_ADVICE, reads_as_personal
 
     assert reads_as_personal("Should I stop my statins before surgery?")
     assert reads_as_personal("Is it safe for my son to take ibuprofen?")
@@ -203,9 +203,9 @@ def test_a_question_that_may_describe_danger_is_answered_with_the_crisis_line_on
     """Issue 61: research questions were taken for emergencies, and crises unlike the rules' were missed. Danger
     that is possible but not certain gets the answer with one crisis line above it; certain danger keeps the
     emergency reply; research stays research."""
-    from pmc_rag.answer_service import _with_care_notes
+    from pmc_rag.answering.service import _with_care_notes
     from pmc_rag.components.answer import Answer
-    from pmc_rag.serving.crisis_replies import safety_line
+    from pmc_rag.answering.crisis_replies import safety_line
     from pmc_rag.serving.endpoints import chat_text
 
     # a wish in words no rule has: caught by the classifier, as possible danger at least

@@ -35,25 +35,34 @@ def lint(layout: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(layout)}, capture_output=True, text=True)
 
 
-def test_components_import_no_serving_or_set_up_module_and_the_service_no_http(tmp_path):
+def test_components_import_no_serving_or_set_up_module_the_service_no_http_and_nothing_below_the_server(tmp_path):
     layout = installed_layout(tmp_path)
     result = lint(layout)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "2 kept, 0 broken" in result.stdout
+    assert "3 kept, 0 broken" in result.stdout
 
 
 def test_the_contract_catches_a_component_that_imports_the_serving_layer(tmp_path):
     layout = installed_layout(tmp_path)
     gate = layout / "pmc_rag" / "components" / "relevance_gate.py"
-    gate.write_text(gate.read_text() + "\nfrom pmc_rag.serving.conversation import standalone_query  # noqa\n")
+    gate.write_text(gate.read_text() + "\nfrom pmc_rag.answering.conversation import standalone_query  # noqa\n")
     result = lint(layout)
     assert result.returncode != 0 and "BROKEN" in result.stdout
-    assert "pmc_rag.components.relevance_gate -> pmc_rag.serving.conversation" in result.stdout
+    assert "pmc_rag.components.relevance_gate -> pmc_rag.answering.conversation" in result.stdout
 
 
 def test_the_contract_catches_the_service_raising_http_errors_itself(tmp_path):
     layout = installed_layout(tmp_path)
-    service = layout / "pmc_rag" / "answer_service.py"
+    service = layout / "pmc_rag" / "answering" / "service.py"
     service.write_text(service.read_text() + "\nfrom fastapi import HTTPException  # noqa\n")
     result = lint(layout)
-    assert result.returncode != 0 and "pmc_rag.answer_service -> fastapi" in result.stdout
+    assert result.returncode != 0 and "pmc_rag.answering.service -> fastapi" in result.stdout
+
+
+def test_the_contract_catches_the_answering_package_importing_the_server(tmp_path):
+    # The tree before issue 62's answering package: the service imported serving/ modules, serving/ imported it.
+    layout = installed_layout(tmp_path)
+    guards = layout / "pmc_rag" / "answering" / "guards.py"
+    guards.write_text(guards.read_text() + "\nfrom pmc_rag.serving.uploads import Uploads  # noqa\n")
+    result = lint(layout)
+    assert result.returncode != 0 and "pmc_rag.answering.guards -> pmc_rag.serving.uploads" in result.stdout

@@ -318,7 +318,7 @@ def test_apps_sharing_a_model_server_share_its_watcher_until_the_last_one_goes()
 def test_pointing_the_generator_at_another_openai_compatible_server_is_a_yaml_edit(folder, monkeypatch):
     from fake_openai import FakeOpenAI
 
-    from pmc_rag.answering import answer_question
+    from pmc_rag.answering.pipeline_run import answer_question
     from pmc_rag.pipelines import load_declared_pipeline
 
     monkeypatch.setenv("HOSTED_API_KEY", "hosted-secret")
@@ -357,7 +357,7 @@ def test_pmc_rag_ask_makes_the_servers_checks_before_any_search():
 def test_a_hung_ollama_costs_one_timeout_not_one_per_question(folder, monkeypatch):
     from fake_ollama import FakeOllama
 
-    from pmc_rag.answering import answer_question
+    from pmc_rag.answering.pipeline_run import answer_question
     from pmc_rag.pipelines import load_declared_pipeline
 
     def short_ollama_timeout(spec: dict) -> None:

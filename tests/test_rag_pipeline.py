@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from pmc_rag.answering import answer_question
+from pmc_rag.answering.pipeline_run import answer_question
 from pmc_rag.pipeline_files import resolve_pipeline_spec
 from pmc_rag.pipelines import PipelineError, load_declared_pipeline
 
@@ -240,7 +240,7 @@ def test_the_stage_timer_leaves_a_tracer_someone_set_all_its_spans(tmp_path):
     from haystack import tracing
     from haystack.tracing import Span, Tracer
 
-    from pmc_rag.answering import timed_run
+    from pmc_rag.answering.pipeline_run import timed_run
 
     class Recording(Tracer):
         def __init__(self):

@@ -8,7 +8,7 @@ import pytest
 from fastapi import FastAPI, HTTPException
 from fastapi.testclient import TestClient
 
-from pmc_rag.refusals import AnswerStopped, InputError, Refused, Unavailable, UnknownConversationId
+from pmc_rag.answering.refusals import AnswerStopped, InputError, Refused, Unavailable, UnknownConversationId
 from pmc_rag.serving.http_errors import add_refusal_handler, as_http, refusals_as_http
 
 

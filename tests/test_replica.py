@@ -27,7 +27,7 @@ from pmc_rag.components.article_writer import ArticleWriter
 from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 from pmc_rag.components.store_connection import on_primary
 from pmc_rag.pipelines import load_declared_pipeline
-from pmc_rag.serving.cache import AnswerCache
+from pmc_rag.answering.cache import AnswerCache
 
 from conftest import PROJECT_ROOT, free_port, make_store, pipeline_file_for
 

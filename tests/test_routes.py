@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from haystack import Document
 
-from pmc_rag.answering import answer_question
+from pmc_rag.answering.pipeline_run import answer_question
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.excerpt_balance import ExcerptBalance
 from pmc_rag.components.paper_reader import PaperReader
@@ -890,7 +890,7 @@ def test_a_follow_up_in_a_conversation_takes_the_single_path():
     """The server sends "What about its side effects? (follow-up to: Is erlotinib effective ...?)": two question
     marks, yet one question, answered from the topic's papers (routed as 'several', its part searches had left
     them: 19 of 51 conversation turns cited an off-topic paper)."""
-    from pmc_rag.serving.conversation import standalone_query
+    from pmc_rag.answering.conversation import standalone_query
 
     query = standalone_query("What about its side effects?", ["Is first-line erlotinib effective in NSCLC?"])
     result = QuestionRouter(exemplars="").run(question=query)

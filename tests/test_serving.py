@@ -658,7 +658,7 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
 
 
 def test_an_unexpected_failure_is_a_500_with_a_request_id_and_no_internals(client, monkeypatch, caplog):
-    from pmc_rag import answer_service
+    from pmc_rag.answering import service as answer_service
     from pmc_rag.serving import endpoints
 
     def broken(*args: Any, **kwargs: Any) -> None:
@@ -912,7 +912,7 @@ def test_pmc_rag_ask_asks_a_running_server_of_the_same_data_folder_and_prints_th
 
 
 def test_a_follow_up_to_a_follow_up_keeps_the_conversation_s_topic():
-    from pmc_rag.serving.conversation import standalone_query
+    from pmc_rag.answering.conversation import standalone_query
 
     topic = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
     queries = [topic]
@@ -926,7 +926,7 @@ def test_a_follow_up_to_a_follow_up_keeps_the_conversation_s_topic():
 
 
 def test_a_short_question_naming_something_new_starts_a_new_topic():
-    from pmc_rag.serving.conversation import is_follow_up, standalone_query
+    from pmc_rag.answering.conversation import is_follow_up, standalone_query
 
     topic = ["Is oncoplastic surgery a contraindication for accelerated partial breast radiation?"]
     assert is_follow_up(standalone_query("Were there any complications?", topic))  # nothing new named
@@ -940,7 +940,7 @@ def test_a_short_question_naming_something_new_starts_a_new_topic():
 
 
 def test_the_topic_papers_are_those_cited_since_the_topic_question():
-    from pmc_rag.serving.conversation import cited_per_turn_from_history, standalone_query, topic_papers
+    from pmc_rag.answering.conversation import cited_per_turn_from_history, standalone_query, topic_papers
 
     queries: list[str] = []
     for question in ("Does metformin lower HbA1c?", "What about its side effects?",

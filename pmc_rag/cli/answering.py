@@ -13,11 +13,11 @@ from pmc_rag.paths import PIPELINES_DIR
 def _ask(args: argparse.Namespace) -> int:
     if _asked_the_running_server(args):
         return 0
-    from pmc_rag.answer_service import AnswerService, fixed_answer
+    from pmc_rag.answering.service import AnswerService, fixed_answer
     from pmc_rag.serving.access import NOT_UPLOADED
     from pmc_rag.database import ensure_database
     from pmc_rag.pipelines import load_declared_pipeline, resolve_pipeline_path
-    from pmc_rag.refusals import Refused
+    from pmc_rag.answering.refusals import Refused
     from pmc_rag.serving.config import load_serve_config
 
     _warnings_to_log_file("ask")

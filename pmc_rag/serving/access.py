@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from pmc_rag.ingestion.collections import readable_uploads
-from pmc_rag.serving.caller import current_owner, keys_in_use
+from pmc_rag.answering.caller import current_owner, keys_in_use
 
 NOT_UPLOADED = {"field": "meta.uploaded_by", "operator": "==", "value": None}
 

@@ -27,17 +27,17 @@ from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
-from pmc_rag.answer_service import to_haystack_filters
+from pmc_rag.answering.service import to_haystack_filters
 from pmc_rag.database import unreachable
 from pmc_rag.local_llm.supervisor import LocalModelError, LocalModelSpec, local_model_server, port_taken
 from pmc_rag.paths import home
 from pmc_rag.pipelines import pipeline_spec
 from pmc_rag.serving import endpoints
 from pmc_rag.serving.browsers import BrowserPolicy
-from pmc_rag.serving.caller import (RequestLifetime, current_lifetime, current_owner, current_request_id,
+from pmc_rag.answering.caller import (RequestLifetime, current_lifetime, current_owner, current_request_id,
                                     internal_error_detail, keys_in_use, owner_of)
 from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
-from pmc_rag.serving.guards import InputError, clean_question, redact_personal_data
+from pmc_rag.answering.guards import InputError, clean_question, redact_personal_data
 from pmc_rag.running_server import forget_server, record_server
 from pmc_rag.serving.http_errors import add_refusal_handler
 from pmc_rag.serving.mcp_tools import mount_mcp

@@ -1,5 +1,5 @@
 """The Hayhooks pipeline wrappers behind each endpoint of hayhooks.yml: thin adapters that parse requests and
-render replies (the answering itself is pmc_rag.answer_service's).
+render replies (the answering itself is pmc_rag.answering.service's).
 
 `pmc-rag serve` writes, for each endpoint, a folder with a two-line `pipeline_wrapper.py` that subclasses
 `AnswerEndpoint` or `RetrievalEndpoint` and names the endpoint; Hayhooks loads those folders (in durable mode:
@@ -27,21 +27,21 @@ from pmc_rag.components.answer import Answer
 from pmc_rag.components.bm25_index import BM25Tables, install_bm25_index
 from pmc_rag.components.filter_statistics import ensure_filter_statistics
 from pmc_rag.components.store_connection import connect, on_primary
-from pmc_rag.answer_service import AnswerService, narrowed, to_haystack_filters, unavailable
+from pmc_rag.answering.service import AnswerService, narrowed, to_haystack_filters, unavailable
 from pmc_rag.database import ensure_database
 from pmc_rag.pipelines import document_store_of, load_declared_pipeline
-from pmc_rag.refusals import AnswerStopped, Refused
+from pmc_rag.answering.refusals import AnswerStopped, Refused
 from pmc_rag.serving.access import access_filter, names_collections
-from pmc_rag.serving.answer_slots import AnswerSlots
-from pmc_rag.serving.cache import AnswerCache
-from pmc_rag.serving.caller import current_lifetime, current_request_id, internal_error_detail
+from pmc_rag.answering.answer_slots import AnswerSlots
+from pmc_rag.answering.cache import AnswerCache
+from pmc_rag.answering.caller import current_lifetime, current_request_id, internal_error_detail
 from pmc_rag.serving.config import ServeConfig
-from pmc_rag.serving.conversation import cited_per_turn_from_history, numbers_from_history, standalone_query
-from pmc_rag.serving.guards import SearchFilters, clean_question, redact_personal_data
-from pmc_rag.serving.history import ConversationStore
+from pmc_rag.answering.conversation import cited_per_turn_from_history, numbers_from_history, standalone_query
+from pmc_rag.answering.guards import SearchFilters, clean_question, redact_personal_data
+from pmc_rag.answering.history import ConversationStore
 from pmc_rag.serving.http_errors import refusals_as_http
 from pmc_rag.serving.open_webui import source_events, wants_source_events
-from pmc_rag.serving.streaming import AnswerProgress
+from pmc_rag.answering.streaming import AnswerProgress
 
 log = logging.getLogger("pmc_rag.serve")
 
@@ -130,7 +130,7 @@ def answer_slots(config: ServeConfig) -> AnswerSlots:
 
 
 class AnswerEndpoint(_Endpoint):
-    """REST and chat over the answering service (pmc_rag.answer_service): parsing requests, rendering replies."""
+    """REST and chat over the answering service (pmc_rag.answering.service): parsing requests, rendering replies."""
 
     def setup(self) -> None:
         super().setup()

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from pmc_rag.refusals import Refused
+from pmc_rag.answering.refusals import Refused
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 

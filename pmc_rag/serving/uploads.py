@@ -36,7 +36,7 @@ from pmc_rag.ingestion.documents import PDF_SUFFIXES, TEXT_SUFFIXES, check_colle
 from pmc_rag.ingestion.contained import read_contained
 from pmc_rag.ingestion.runner import ingest_articles
 from pmc_rag.ingestion.xml import IngestError
-from pmc_rag.serving.caller import current_owner, current_uploader, keys_in_use
+from pmc_rag.answering.caller import current_owner, current_uploader, keys_in_use
 from pmc_rag.serving.config import ServeConfig
 
 UPLOAD_SUFFIXES = (*PDF_SUFFIXES, *TEXT_SUFFIXES, ".xml", ".nxml")

@@ -52,8 +52,8 @@ from importlib import resources
 from typing import Any, Callable
 
 from pmc_rag.components.spellings import edit_distance
-from pmc_rag.serving.crisis_classifier import shipped_crisis_classifier
-from pmc_rag.serving.crisis_replies import crisis_reply
+from pmc_rag.answering.crisis_classifier import shipped_crisis_classifier
+from pmc_rag.answering.crisis_replies import crisis_reply
 
 log = logging.getLogger(__name__)
 

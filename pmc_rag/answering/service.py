@@ -6,7 +6,7 @@ loads the conversation and rewrites a follow-up into a standalone query, answers
 pipeline (in a turn of the answer queue, stopped when its caller leaves or its deadline passes), numbers the
 citations for the conversation, saves the turn and writes the audit row.
 
-Refusals are the service's own exceptions (`pmc_rag.refusals`: `InputError` for a bad question, an unknown
+Refusals are the service's own exceptions (`pmc_rag.answering.refusals`: `InputError` for a bad question, an unknown
 conversation id, an answer stopped, the store down); each adapter maps them at its edge: the HTTP endpoints to a
 status code with the message (`pmc_rag.serving.http_errors`), the CLI to the message.
 """
@@ -22,21 +22,21 @@ from pydantic import ValidationError
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.remembering_fallback_chat_generator import GenerationStopped
-from pmc_rag.answering import run_answering
+from pmc_rag.answering.pipeline_run import run_answering
 from pmc_rag.database import unreachable
 from pmc_rag.pipelines import DeclaredPipeline
-from pmc_rag.refusals import AnswerStopped, InputError, Refused, Unavailable, UnknownConversationId
-from pmc_rag.serving.answer_slots import AnswerSlots
-from pmc_rag.serving.cache import AnswerCache
-from pmc_rag.serving.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
-from pmc_rag.serving.crisis import check_crisis, emergency_reply_for, exemplar_layer
-from pmc_rag.serving.crisis_replies import safety_line
-from pmc_rag.serving.conversation import (conversation_topic, follow_up_text, is_follow_up, renumber,
+from pmc_rag.answering.refusals import AnswerStopped, InputError, Refused, Unavailable, UnknownConversationId
+from pmc_rag.answering.answer_slots import AnswerSlots
+from pmc_rag.answering.cache import AnswerCache
+from pmc_rag.answering.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
+from pmc_rag.answering.crisis import check_crisis, emergency_reply_for, exemplar_layer
+from pmc_rag.answering.crisis_replies import safety_line
+from pmc_rag.answering.conversation import (conversation_topic, follow_up_text, is_follow_up, renumber,
                                           standalone_query, topic_papers)
-from pmc_rag.serving.guards import (NOT_MEDICAL_ADVICE, SearchFilters, clean_question, fixed_reply,
+from pmc_rag.answering.guards import (NOT_MEDICAL_ADVICE, SearchFilters, clean_question, fixed_reply,
                                     reads_as_personal, redact_personal_data)
-from pmc_rag.serving.history import ConversationState, ConversationStore, UnknownConversation
-from pmc_rag.serving.streaming import AnswerProgress
+from pmc_rag.answering.history import ConversationState, ConversationStore, UnknownConversation
+from pmc_rag.answering.streaming import AnswerProgress
 
 log = logging.getLogger("pmc_rag.serve")
 
@@ -59,7 +59,7 @@ class AnswerService:
     :param max_question_chars: Longer questions are refused.
     :param carried_chunks: Earlier cited chunks offered again to a follow-up question's excerpts.
     :param follow_ups_from_topic_papers: A follow-up is answered from the papers cited since the conversation's
-        topic question (`pmc_rag.serving.conversation.topic_papers`); False: from every paper.
+        topic question (`pmc_rag.answering.conversation.topic_papers`); False: from every paper.
     """
 
     def __init__(self, pipeline: DeclaredPipeline, *, name: str, store: ConversationStore | None = None,

@@ -6,7 +6,7 @@ crisis messages less the held-aside sets, the even-numbered PubMedQA dev questio
 plain-language questions (patients' own questions, research however personal). `pmc-rag eval --crisis --train`
 writes `components/resources/crisis_classifier.json`. Reading it needs no model and no library.
 
-The crisis check (`pmc_rag.serving.crisis`) asks it where its rules are unsure: it confirms or demotes an
+The crisis check (`pmc_rag.answering.crisis`) asks it where its rules are unsure: it confirms or demotes an
 uncertain rule, and it flags messages no rule catches as possible danger (an answer with a crisis line on top).
 
 Usage:
@@ -85,7 +85,7 @@ def train_crisis_classifier(messages: list[str], crises: list[bool], path: str |
     matrix = vectorizer.fit_transform(messages)
     model = LogisticRegression(C=c, class_weight="balanced", max_iter=3000).fit(matrix, crises)
     vocabulary = {term: int(i) for term, i in sorted(vectorizer.vocabulary_.items(), key=lambda t: t[1])}
-    data = {"about": "pmc_rag.serving.crisis_classifier: tf-idf of words, word pairs and letter runs of 2-5, "
+    data = {"about": "pmc_rag.answering.crisis_classifier: tf-idf of words, word pairs and letter runs of 2-5, "
                      "logistic regression; crisis (someone in danger now) against research and other messages",
             "trained_on": about or f"{len(messages)} messages",
             "vocabulary": vocabulary, "idf": [round(float(v), 4) for v in vectorizer.idf_],

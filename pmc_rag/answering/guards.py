@@ -7,7 +7,7 @@
   pattern list, not a guarantee: a name with no cue ("Ask John about statins") passes.
 - `small_talk_reply`: greetings and thanks get a short reply without retrieval.
 - `emergency_reply`: a message describing someone in danger now gets a pointer to emergency services, or to a
-  crisis line for a wish to die (`pmc_rag.serving.crisis`).
+  crisis line for a wish to die (`pmc_rag.answering.crisis`).
 - `fixed_reply`: either of the two above, as the server and `pmc-rag ask` both use them.
 - `reads_as_personal`: a question about the writer's own care, whose answer says it is not medical advice.
 - `SearchFilters`: the filters clients may send, checked field by field, then turned into Haystack filters
@@ -23,9 +23,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pmc_rag.components.citations import canonical_id
-from pmc_rag.refusals import InputError
-from pmc_rag.serving.crisis import check_crisis
-from pmc_rag.serving.crisis_replies import crisis_reply
+from pmc_rag.answering.refusals import InputError
+from pmc_rag.answering.crisis import check_crisis
+from pmc_rag.answering.crisis_replies import crisis_reply
 from pmc_rag.ingestion.documents import COLLECTION_NAME, COLLECTION_RULE
 
 
@@ -104,7 +104,7 @@ def emergency_reply(question: str, follow_up: bool = False) -> str | None:
     """The reply when the question describes someone in danger now (an emergency, or a wish to die), else None.
 
     A research question on the same subject ("Does aspirin reduce deaths after heart attack?") gets a literature
-    answer as usual. The rules are in `pmc_rag.serving.crisis`; `follow_up`: the question continues a
+    answer as usual. The rules are in `pmc_rag.answering.crisis`; `follow_up`: the question continues a
     conversation about research (`check_crisis`).
     """
     return crisis_reply(check_crisis(question, follow_up=follow_up))

@@ -6,7 +6,7 @@ mapping is one line and the same everywhere.
 
 Usage:
 ```python
-from pmc_rag.refusals import InputError, Refused
+from pmc_rag.answering.refusals import InputError, Refused
 
 try:
     answer = service.answer(question)

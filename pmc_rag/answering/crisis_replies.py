@@ -1,6 +1,6 @@
 """What the crisis check's decisions say to the reader, in the message's language: the emergency reply, the
 crisis line for a wish to die, and the one line shown above an answer where danger is possible
-(`pmc_rag.serving.crisis` decides which).
+(`pmc_rag.answering.crisis` decides which).
 
 Usage:
 ```python
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pmc_rag.serving.crisis import CrisisDecision
+    from pmc_rag.answering.crisis import CrisisDecision
 
 _EMERGENCY = {
     "en": "This sounds like an emergency. Call your local emergency number now (112 in Europe, 911 in North America, "

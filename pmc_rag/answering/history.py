@@ -52,7 +52,7 @@ class ConversationState:
     """What a new turn needs from the earlier ones."""
 
     conversation_id: str
-    owner: str = ""                                             # see pmc_rag.serving.caller
+    owner: str = ""                                             # see pmc_rag.answering.caller
     questions: list[str] = field(default_factory=list)          # standalone queries, oldest first
     numbers: dict[str, int] = field(default_factory=dict)       # source id -> citation number
     cited_chunk_ids: list[str] = field(default_factory=list)    # most recently cited first

@@ -11,8 +11,8 @@ import threading
 import time
 from collections.abc import Iterator
 
-from pmc_rag.refusals import AnswerStopped, Unavailable
-from pmc_rag.serving.caller import RequestLifetime
+from pmc_rag.answering.refusals import AnswerStopped, Unavailable
+from pmc_rag.answering.caller import RequestLifetime
 
 
 _CHECK_EVERY_S = 0.25  # how often a waiting answer looks whether its client is still there
