@@ -39,7 +39,7 @@ def create_store_table(document_store: Any, *then: sql.Composable) -> None:
 
 
 # A pooled connection is closed once idle this long: half the embedded server's idle_session_timeout
-# (pmc_rag.embedded_postgres.IDLE_SESSION_S; tests/test_embedded_postgres.py keeps the two so), so the pool never
+# (pmc_rag.embedded_postgres.IDLE_SESSION_S; tests/store/test_embedded_postgres.py keeps the two so), so the pool never
 # hands out a session the server has ended.
 POOL_MAX_IDLE_S = 5.0
 

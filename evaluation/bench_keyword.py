@@ -6,7 +6,7 @@ Builds two temporary tables from the sample corpus's chunks (BM25 reads no embed
 placeholder vector): the corpus itself, and the corpus copied under new ids until it holds `--chunks` chunks.
 Times the 500 PubMedQA dev questions on each with our BM25 retriever and the stock keyword retriever, and
 reports how often the right paper is in the top 5. (Agreement with a reference BM25, `bm25s`, is checked by
-tests/test_bm25_retriever.py.)
+tests/components/test_bm25_retriever.py.)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Evaluation metrics: per question, then summed up over a question set. Definitions are in docs/evaluation.md
-("Evaluating variants"); each one is tested on small hand-computed cases in tests/test_evaluation.py.
+("Evaluating variants"); each one is tested on small hand-computed cases in tests/evaluation/test_evaluation.py.
 
 Ranking metrics use Haystack's own evaluators (`DocumentRecallEvaluator`, `DocumentMRREvaluator`,
 `DocumentNDCGEvaluator`); this module decides what they are given:

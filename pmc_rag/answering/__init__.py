@@ -7,5 +7,5 @@
   and `history`, `cache`, `answer_slots`, `streaming`, `caller` (who is asking, for how long).
 
 `pmc_rag.serving` holds the HTTP adapters over this package; nothing here imports it (a contract in
-pyproject.toml, checked by tests/test_layers.py).
+pyproject.toml, checked by tests/project/test_layers.py).
 """
