@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
-from pmc_rag.components.claim_signals import (finding_rank, is_negated, restates_question, states_an_aim,
-                                              without_verdict)
-from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
-from pmc_rag.components.follow_up_asks import Ask, asked_for
-from pmc_rag.components.section_chunker import split_sentences
-from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
+from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
+from pmc_rag.components.follow_up_asks import asked_for
 from pmc_rag.components.follow_up_query import follow_up_text
+from pmc_rag.components.model_sentences import (
+    ABOUT_THE_EXCERPTS,
+    BECAUSE_OF_THE_LAST,
+    COMPARED_WITH,
+    COMPARES,
+    capitalised,
+    compares_subjects,
+    finished,
+    once,
+    others_cited_to_the_first,
+    with_marks,
+    without_section_label,
+)
+from pmc_rag.components.quotation_chooser import QuotationChooser, cited_papers, follow_up_words
+from pmc_rag.components.references import reference, source_link
+from pmc_rag.components.verdict_check import VerdictCheck
 
 
 def _named_parts(parts: list[str], most_words: int = 8) -> str:
@@ -35,16 +46,6 @@ def _kind_of(reason: str) -> str:
     if reason.startswith("names "):
         return "words its excerpts do not contain"
     return reason.split(":", 1)[0].strip() or "not supported"
-
-
-def source_link(meta: dict[str, Any]) -> str | None:
-    if meta.get("pmcid"):
-        return f"https://pmc.ncbi.nlm.nih.gov/articles/{meta['pmcid']}/"
-    if meta.get("pmid"):
-        return f"https://pubmed.ncbi.nlm.nih.gov/{meta['pmid']}/"
-    if meta.get("doi"):
-        return f"https://doi.org/{meta['doi']}"
-    return None
 
 
 @component
@@ -97,8 +98,6 @@ class CitedAnswerBuilder:
             that names it, never the model's sentences (a small model swaps the sides: "men had a worse outcome than
             women" from a paper that found the opposite, which a lexical check cannot see).
         """
-        if verdicts not in _VERDICT_POLICIES:
-            raise ValueError(f"verdicts must be one of {', '.join(_VERDICT_POLICIES)}, not {verdicts!r}")
         if comparisons not in _COMPARISON_POLICIES:
             raise ValueError(f"comparisons must be one of {', '.join(_COMPARISON_POLICIES)}, not {comparisons!r}")
         self.comparisons = comparisons
@@ -111,6 +110,9 @@ class CitedAnswerBuilder:
         self.extractive_sentences = extractive_sentences
         self.source_id_field = source_id_field
         self.specific_word_max_share = specific_word_max_share
+        # What is quoted when the model's sentences cannot stand (or a comparison lacks a side): its own component.
+        self.quotations = QuotationChooser(extractive_sentences=extractive_sentences, source_id_field=source_id_field)
+        self.verdict_check = VerdictCheck(policy=verdicts, min_support=min_support)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, min_support=self.min_support, extractive_sentences=self.extractive_sentences,
@@ -219,23 +221,23 @@ class CitedAnswerBuilder:
         by_id = by_paper(documents, self.source_id_field)
         removed_claims = removed_claims or []
         notes = []
-        claims, cut_off = _finished(_once(claims or []), replies)
+        claims, cut_off = finished(once(claims or []), replies)
         if cut_off:
             notes.append("The model's answer was cut off at its length limit: its unfinished last sentence is left "
                          "out.")
         claims, left_out, verdict_withheld = self._displayable(question, claims)
         if route == "multi_step" and documents:
-            claims, misattributed = _others_cited_to_the_first(claims, documents[0].meta.get(self.source_id_field))
+            claims, misattributed = others_cited_to_the_first(claims, documents[0].meta.get(self.source_id_field))
             left_out += misattributed
         # the model copies the excerpts' labels ("Abstract: Methods: ..."): the citation names the section
-        claims = [{**c, "text": _without_section_label(c["text"], documents)} for c in claims]
+        claims = [{**c, "text": without_section_label(c["text"], documents)} for c in claims]
         if left_out:
             # Described, not quoted: a sentence left out may be a claim injected into the question, and a note is
             # read as the answer's own words (the JSON's raw_answer has the model's reply as written).
             notes.append(f"Left out {len(left_out)} sentence(s) of the model's that are not supported findings: " +
                          "; ".join(dict.fromkeys(why for _, why in left_out)) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
-        quoted = self._extract_per_part(subqueries, subjects or [], documents) \
+        quoted = self.quotations.extract_per_part(subqueries, subjects or [], documents) \
             if route == "compare" and self.comparisons == "quoted" and subqueries else []
         # No excerpt names a subject as the router read it ("chemo" where the papers say "chemotherapy"): the
         # answer is built as for any other question.
@@ -244,10 +246,10 @@ class CitedAnswerBuilder:
             self._quoting_what_is_asked(question, topic_question, supported, documents)
         extractive = not supported or quoted_comparison or bool(quoted_as_asked)
         if quoted_comparison:
-            claims, _ = self._with_each_subject(quoted, quoted, subqueries or [], subjects or [], documents)
+            claims, _ = self.quotations.with_each_subject(quoted, quoted, subqueries or [], subjects or [], documents)
             notes.append("A comparison is answered with each paper's own findings, quoted, one for each subject "
                          "(comparisons: quoted): the model's sentences are not shown.")
-            if len(subjects or []) >= 2 and not _compares_subjects(claims, subjects):
+            if len(subjects or []) >= 2 and not compares_subjects(claims, subjects):
                 notes.append(f"No sentence quoted here compares {' with '.join(map(repr, subjects))}: each is one "
                              "paper's finding on one of them, and the papers shown do not compare them.")
         elif quoted_as_asked:
@@ -256,31 +258,32 @@ class CitedAnswerBuilder:
                          "papers' sentences that do are quoted instead.")
         elif extractive:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
-            claims = (self._extract_per_part(subqueries, subjects or [], documents) if subqueries else []) or \
-                self._extract(question, documents, topic_question, looked_up,
-                              specific=content_words(" ".join(self._specific_words(word_shares))))
+            per_part = self.quotations.extract_per_part(subqueries, subjects or [], documents) if subqueries else []
+            claims = per_part or self.quotations.extract(
+                question, documents, topic_question, looked_up,
+                specific=content_words(" ".join(self._specific_words(word_shares))))
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
                          "the papers' findings instead." if left_out and raw_answer.strip() else
                          "The model's answer could not be checked against the sources, so this answer quotes the "
                          "most relevant passages instead." if raw_answer.strip() else
                          "No model answer was available, so this answer quotes the most relevant passages.")
         elif subqueries and subjects:
-            claims, quoted_for = self._with_each_subject(claims, supported, subqueries, subjects, documents)
+            claims, quoted_for = self.quotations.with_each_subject(claims, supported, subqueries, subjects, documents)
             if quoted_for:
                 notes.append(f"The model's answer says nothing of {quoted_words(quoted_for)}: what the papers "
                              "found about it is quoted.")
-        if looked_up and len(_cited_papers(claims)) < 2:
+        if looked_up and len(cited_papers(claims)) < 2:
             # The model and the quotations keep to the best-matching paper; the second search was made for another.
-            claims, name = self._from_another_paper(claims, [(n, n) for n in looked_up], documents)
+            claims, name = self.quotations.from_another_paper(claims, [(n, n) for n in looked_up], documents)
             if name:
                 notes.append(f"What another paper reports about '{name}' (the second search) is quoted.")
-        if route == "overview" and len(_cited_papers(claims)) < 2:
+        if route == "overview" and len(cited_papers(claims)) < 2:
             # An overview drawn from one paper is that paper's summary: the other papers shown (one excerpt each)
             # give their own finding on the topic, quoted.
             topic = content_words(question) - _OVERVIEW_REQUEST_WORDS
-            more = self._findings_on_topic(topic, documents, avoid=_cited_papers(claims),
+            more = self.quotations.findings_on_topic(topic, documents, avoid=cited_papers(claims),
                                            taken={c["text"] for c in claims})
-            more = more[: max(0, self.extractive_sentences - len(_cited_papers(claims)))]
+            more = more[: max(0, self.extractive_sentences - len(cited_papers(claims)))]
             if more:
                 claims = claims + more
                 named = [w for w in re.findall(r"[A-Za-z][\w-]*", question) if content_words(w)
@@ -328,7 +331,7 @@ class CitedAnswerBuilder:
                                   "attached": source_id in claim.get("attached", []),
                                   "recited_from": list(claim.get("recited_from", [])),
                                   "judgement": claim.get("judgement")})
-            sentences.append(_with_marks(claim["text"], marks))
+            sentences.append(with_marks(claim["text"], marks))
         weak = [c for c in claims if c["cited"] and c["support"] is not None and not self._supported(c)]
         attached = sorted({c["number"] for c in citations if c["attached"]})
         if attached:
@@ -371,7 +374,7 @@ class CitedAnswerBuilder:
             "answer": " ".join(s for s in sentences if s),
             "raw_answer": raw_answer,
             "citations": citations,
-            "references": [self._reference(number, source_id, by_id[source_id][0], citations,
+            "references": [reference(number, source_id, by_id[source_id][0], citations,
                                            by_id[source_id] + [c["passage"] for c in key_quoted])
                            for source_id, number in numbers.items()],
             "invalid_citations": list(invalid_citations or []),
@@ -399,23 +402,22 @@ class CitedAnswerBuilder:
         A question, or the question restated, is never shown as a finding; an uncited sentence is not shown unless
         `show_uncited`; a verdict is kept only as `verdicts` says."""
         shown, left_out, withheld = [], [], ""
-        for claim in _verdicts_joined(claims):
+        for claim in self.verdict_check.joined(claims):
             text = claim["text"]
-            verdict = _VERDICT.match(text)
+            verdict = self.verdict_check.opening(text)
             why = ("a question, or the question restated" if restates_question(text, question) else
-                   "about the excerpts, not a finding" if _ABOUT_THE_EXCERPTS.search(text) else
+                   "about the excerpts, not a finding" if ABOUT_THE_EXCERPTS.search(text) else
                    "what a study set out to do, not a finding" if states_an_aim(without_verdict(text)) else None)
             if why or (not claim["cited"] and not self.show_uncited):
                 left_out.append((text, why or "no citation: no excerpt was found to support it"))
-                withheld = withheld or (verdict.group(1) if verdict else "")
+                withheld = withheld or verdict or ""
                 continue
-            because = _BECAUSE_OF_THE_LAST.match(text)
+            because = BECAUSE_OF_THE_LAST.match(text)
             if because:  # never with a verdict: the sentence begins with "This is because"
-                claim = {**claim, "text": _capitalised(text[because.end():])}
-            elif verdict and self.verdicts != "model" and (self.verdicts == "none" or not self._supported(claim)
-                                                            or not _says_as_the_verdict(verdict.group(1), text)):
-                withheld = withheld or verdict.group(1)
-                claim = {**claim, "text": _capitalised(without_verdict(text))}
+                claim = {**claim, "text": capitalised(text[because.end():])}
+            elif verdict and not self.verdict_check.stands(verdict, text, self._supported(claim)):
+                withheld = withheld or verdict
+                claim = {**claim, "text": self.verdict_check.without(text)}
             shown.append(claim)
         return shown, left_out, withheld
 
@@ -431,7 +433,7 @@ class CitedAnswerBuilder:
         if ask is not None:
             says, wanted = ask.says, ask.wanted
         else:
-            own = _follow_up_words(question, topic_question) - _ASKING_WORDS
+            own = follow_up_words(question, topic_question) - _ASKING_WORDS
             named = [w for w in re.findall(r"[\w-]+", follow_up_text(question))
                      if content_words(w) and content_words(w) <= own]
             if not named:
@@ -439,7 +441,7 @@ class CitedAnswerBuilder:
             says, wanted = (lambda text: bool(own & content_words(text))), quoted_words(named)
         if any(says(c["text"]) for c in supported):
             return None, []
-        giving = [c for c in self._extract(question, documents, topic_question) if says(c["text"])]
+        giving = [c for c in self.quotations.extract(question, documents, topic_question) if says(c["text"])]
         return (wanted, giving) if giving else (None, [])
 
     def _unaddressed(self, question: str, claims: list[dict[str, Any]], topic_question: str,
@@ -448,12 +450,12 @@ class CitedAnswerBuilder:
         answer mentions none of it. Only comparisons: a follow-up's other new words are often ones the papers put
         otherwise ("How many patients took part?"), and checking all of them turned away 4 of 51 answerable turns
         of the test conversations for 1 unanswerable one caught."""
-        compared = content_words(" ".join(_COMPARED_WITH.findall(question)))
-        compared &= _follow_up_words(question, topic_question)
+        compared = content_words(" ".join(COMPARED_WITH.findall(question)))
+        compared &= follow_up_words(question, topic_question)
         new = [w for w in self._specific_words(word_shares) if content_words(w) <= compared]
         # Naming it is not comparing with it: "both gefitinib and erlotinib ... outperform chemotherapy" (a paper's
         # background) does not say how erlotinib compares with gefitinib.
-        said = content_words(" ".join(c["text"] for c in claims if _COMPARES.search(c["text"])))
+        said = content_words(" ".join(c["text"] for c in claims if COMPARES.search(c["text"])))
         return [] if any(content_words(w) <= said for w in new) else new
 
     @staticmethod
@@ -476,362 +478,19 @@ class CitedAnswerBuilder:
             return claim["judgement"] == "supported"
         return (claim["support"] or 0) >= self.min_support
 
-    _MIN_QUOTED_WORDS = 6
-
     def _specific_words(self, word_shares: dict[str, float] | None) -> list[str]:
         """The question's specific words: in at most `specific_word_max_share` of the chunks (stop words aside)."""
         return [w for w, share in (word_shares or {}).items()
                 if share <= self.specific_word_max_share and content_words(w)]
 
-    def _extract(self, question: str, documents: list[Document], topic_question: str | None = None,
-                 looked_up: list[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
-        """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
-        result, never an aim, a caption, a method or background) that shares the question's words, its `specific`
-        ones (stems) first."""
-        question_words = content_words(question) or {""}
-        # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
-        # are in every sentence of the papers under discussion, and chose a table caption for "What about its
-        # side effects?". So do the names a two-step question looked up: "erlotinib" answers "Which drug did the
-        # FIELT trial test" though the question does not say it.
-        own_words = _follow_up_words(question, topic_question) if topic_question else \
-            content_words(" ".join(looked_up or []))
-        follow_up = {}
-        if topic_question:
-            # What the follow-up asks for (a count, a method, side effects) is looked for in the paper's words for
-            # it, and the sentence that answered the topic question, which the reader has read, comes last. Its
-            # words the topic shares ("How was dynamic stability measured?") say what it asks about.
-            ask = asked_for(follow_up_text(question))
-            own_words = (own_words - ask.misleading) | ask.words if ask else own_words
-            follow_up = {"ask": ask, "asked_words": content_words(follow_up_text(question)) -
-                         (ask.misleading if ask else set()),
-                         "seen": {c["text"] for c in self._quotations(content_words(topic_question), set(), documents,
-                                                                      True)}}
-        claims = self._quotations(question_words, own_words, documents, findings_only=True, specific=specific,
-                                  **follow_up)
-        # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
-        # reader sees what was found (the note says these are passages, not an answer)
-        claims = claims or self._quotations(question_words, own_words, documents, findings_only=False,
-                                            specific=specific, **follow_up)
-        naming = self._naming_sentence(own_words, question_words, documents) if looked_up else None
-        if naming is None:
-            return claims
-        return [naming] + [c for c in claims if set(c["cited"]) != set(naming["cited"])]
 
-    def _naming_sentence(self, names: set[str], question_words: set[str], documents: list[Document]
-                         ) -> dict[str, Any] | None:
-        """The first paper's sentence that names what a two-step question looked up, a method included: its first
-        part asks what the paper tested or used ("Which drug did the FIELT trial test"), and "a phase II study
-        with erlotinib" says it where no finding does. Never an aim or a caption; None if no sentence names it."""
-        first = documents[0].meta.get(self.source_id_field)
-        best, best_key = None, None
-        for sentence, chunk in self._quotable(d for d in documents if d.meta.get(self.source_id_field) == first):
-            stems = content_words(sentence)
-            if not names & stems or states_an_aim(sentence):
-                continue
-            key = (len(names & stems), len(question_words & stems), finding_rank(sentence, chunk.meta.get("section")))
-            if best_key is None or key > best_key:
-                best, best_key = sentence, key
-        if best is None:
-            return None
-        return {"text": best, "cited": [canonical_id(str(first))], "attached": [], "support": 1.0}
-
-    def _with_each_subject(self, claims: list[dict[str, Any]], supported: list[dict[str, Any]], parts: list[str],
-                           subjects: list[str], documents: list[Document]) -> tuple[list[dict[str, Any]], list[str]]:
-        """A comparison whose supported claims name only some of its subjects: a quotation for each of the others
-        (from an excerpt naming it) is added, so both sides are shown when the excerpts hold evidence for both.
-        A comparison whose claims all cite one paper gets a finding on one of its subjects from another paper, when
-        an excerpt holds one. Returns the claims and the subjects quoted for."""
-        said = content_words(" ".join(c["text"] for c in supported))
-        quoted_for = []
-        for part, subject in zip(parts, subjects):
-            if not content_words(subject) or content_words(subject) <= said:
-                continue
-            added = [c for c in self._extract_per_part([part], [subject], documents, avoid=_cited_papers(claims))
-                     if c["text"] not in {x["text"] for x in claims}]
-            if added:
-                claims = claims + added
-                quoted_for.append(subject)
-        if len(_cited_papers(claims)) == 1:
-            claims, subject = self._from_another_paper(claims, list(zip(subjects, parts)), documents)
-            quoted_for += [subject] if subject else []
-        return claims, quoted_for
-
-    def _from_another_paper(self, claims: list[dict[str, Any]], named: list[tuple[str, str]],
-                            documents: list[Document]) -> tuple[list[dict[str, Any]], str | None]:
-        """The claims with one more: the first of the `named` (name, the words around it) on which a paper not
-        cited yet reports a finding, quoted. Returns the claims and that name (None: no paper had one)."""
-        for name, words in named:
-            other = self._quote_naming(content_words(name), content_words(words), documents,
-                                       avoid=_cited_papers(claims), taken={c["text"] for c in claims},
-                                       other_papers_only=True)
-            if other is not None:
-                return claims + [other], name
-        return claims, None
-
-    def _findings_on_topic(self, topic: set[str], documents: list[Document], *, avoid: set[str], taken: set[str]
-                           ) -> list[dict[str, Any]]:
-        """For each paper of the excerpts not in `avoid`, in their order: its best finding that names the topic
-        (every topic word in the sentence or its paper's title, one at least in the sentence). Never an aim, a
-        method or a caption; a paper without such a finding gives nothing."""
-        found = []
-        if not topic:
-            return found
-        for source_id, chunks in by_paper(documents, self.source_id_field).items():
-            paper = canonical_id(source_id)
-            if paper in avoid:
-                continue
-            title_words = content_words(str(chunks[0].meta.get("title") or ""))
-            best, best_key = None, None
-            for sentence, chunk in self._quotable(chunks):
-                stems = content_words(sentence)
-                rank = finding_rank(sentence, chunk.meta.get("section"))
-                if rank == 0 or sentence in taken or not topic & stems or not topic <= stems | title_words:
-                    continue
-                key = (len(topic & stems), rank)
-                if best_key is None or key > best_key:
-                    best, best_key = sentence, key
-            if best is not None:
-                found.append({"text": best, "cited": [paper], "attached": [], "support": 1.0})
-        return found
-
-    def _extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document],
-                          avoid: set[str] | None = None) -> list[dict[str, Any]]:
-        """One quoted finding per compared subject or part of the question, in their order, none twice: for a
-        subject, a sentence that names it (or one from a paper whose title does), from a paper not quoted yet when
-        one has such a finding; for a part, from the excerpts sharing most of its words first. (The whole
-        question's words would choose one side of a comparison only.)"""
-        claims: list[dict[str, Any]] = []
-        for index, part in enumerate(parts):
-            words = content_words(subjects[index]) if index < len(subjects) else set()
-            taken = {q["text"] for q in claims}
-            quoted = self._quote_naming(words, content_words(part), documents, avoid=(avoid or set())
-                                        | _cited_papers(claims), taken=taken) if words else None
-            if quoted is None:
-                if words:
-                    pool = [d for d in documents
-                            if words <= content_words(f"{d.meta.get('title') or ''} {d.content or ''}")]
-                else:
-                    pool = sorted(documents, key=lambda d: -len(content_words(part) & content_words(d.content or "")))
-                # Findings only: an aim, a method or a caption quoted for one side would read as evidence it is not.
-                found = self._quotations(content_words(part) or {""}, set(), pool, findings_only=True)
-                quoted = next((c for c in found if c["text"] not in taken), None)
-            if quoted is not None:
-                claims.append(quoted)
-        return claims
-
-    def _quote_naming(self, words: set[str], part_words: set[str], documents: list[Document], *, avoid: set[str],
-                      taken: set[str], other_papers_only: bool = False) -> dict[str, Any] | None:
-        """The sentence of the excerpts that best reports a finding about a subject: from a paper that names the
-        subject; a finding before any other sentence, then one on the part's topic (its words besides the
-        subject's, in the sentence or its paper's title), then from a paper not in `avoid`, then naming the subject
-        in the sentence itself (or its paper's title), then sharing most of the part's words. Never an aim, a
-        method or a caption."""
-        best, best_key = None, None
-        context = part_words - words
-        for source_id, chunks in by_paper(documents, self.source_id_field).items():
-            paper = canonical_id(source_id)
-            if other_papers_only and paper in avoid:
-                continue
-            # How closely the sentence is tied to the subject: it names it (3), its paper's title does (2), or
-            # another of the paper's excerpts does ("adult patients with asthma" in its methods; 1).
-            title_words = content_words(str(chunks[0].meta.get("title") or ""))
-            title_names = words <= title_words
-            paper_names = any(words <= content_words(chunk.content or "") for chunk in chunks)
-            if not (title_names or paper_names):
-                continue
-            for sentence, chunk in self._quotable(chunks):
-                if sentence in taken:
-                    continue
-                stems = content_words(sentence)
-                rank = finding_rank(sentence, chunk.meta.get("section"))
-                if rank == 0:
-                    continue
-                tie = 3 if words <= stems else 2 if title_names else 1
-                # on the comparison's topic ("asthma" for "adults"), with its paper's title
-                on_topic = not context or bool(context & (stems | title_words))
-                key = (rank, on_topic, paper not in avoid, tie, len(part_words & stems))
-                if best_key is None or key > best_key:
-                    best, best_key = (sentence, paper), key
-        if best is None:
-            return None
-        return {"text": best[0], "cited": [best[1]], "attached": [], "support": 1.0}
-
-    def _quotable(self, chunks: Iterable[Document]) -> Iterator[tuple[str, Document]]:
-        """Each sentence long enough to quote (`_MIN_QUOTED_WORDS`), with its chunk, from the chunks of running
-        text: a caption or back matter is never quoted."""
-        for chunk in filter(is_readable_evidence, chunks):
-            for sentence in split_sentences(" ".join((chunk.content or "").split())):
-                if len(sentence.split()) >= self._MIN_QUOTED_WORDS:
-                    yield sentence, chunk
-
-    def _quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
-                    findings_only: bool, ask: Ask | None = None, asked_words: set[str] | None = None,
-                    seen: set[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
-        """From each paper's running text (never a caption or back matter), the sentence that shares most of
-        `own_words`, then is a finding naming one of the `specific` ones among `question_words`, then shares most
-        of `question_words`. For a follow-up, a sentence of the kind its `ask` wants counts as words shared
-        (`Ask.weight`), the follow-up's own words (`asked_words`) come before its topic's, and a sentence in `seen`
-        (the reader has read it) is left out when another speaks to the follow-up."""
-        claims, first_overlap, seen, asked_words = [], None, seen or set(), asked_words or set()
-        specific = (specific or set()) & question_words
-        for source_id, chunks in by_paper(documents, self.source_id_field).items():
-            candidates = [_Candidate.of(sentence, chunk.meta.get("section"), ask)
-                          for chunk in filter(is_readable_evidence, chunks)
-                          for sentence in split_sentences(" ".join((chunk.content or "").split()))]
-            # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
-            # captions, methods and background, which do not answer anything. Unless a follow-up asks how the
-            # study was done: then a method answers ("Patients (N=44) with idiopathic PD.").
-            candidates = [c for c in candidates if len(c.text.split()) >= self._MIN_QUOTED_WORDS or c.fit] or \
-                candidates
-            if not candidates or (findings_only and not any(c.rank > 0 or c.method_ok for c in candidates)):
-                continue  # nothing here answers anything: no quotation from this paper
-            candidates = [c for c in candidates if c.rank > 0 or c.method_ok] or candidates
-            # A conclusion abbreviates what the background spelled out ("BD ... in isolated TBI"): each sentence
-            # is matched with the paper's own abbreviations spelled out. Between equals, the conclusion is the
-            # paper's own answer.
-            defined = defined_abbreviations(" ".join(chunk.content or "" for chunk in chunks))
-            words = {c.text: content_words(spelled_out(c.text, defined)) for c in candidates}
-            # What the reader has read is quoted again only when no other sentence speaks to the follow-up.
-            unread = [c for c in candidates if c.text not in seen]
-            if any(own_words & words[c.text] or c.fit for c in unread):
-                candidates = unread
-            # A finding naming one of the question's specific words names its subject: "Afatinib resulted in a
-            # major improvement ... for this type of lung cancer" shares three words of "Does erlotinib improve
-            # survival in non-small cell lung cancer?", but not the one that matters. Naming one counts, not how
-            # many, and only in a finding: the introduction's "women carrying the D allele of the ACE-I/D
-            # polymorphism have higher ACE activity" names one more than the conclusion on "the ACE D-allele" and
-            # preeclampsia, and "The increasing incidence of multidrug resistant tuberculosis ..." is background.
-            # Then the paper's own conclusion, when it speaks of the question's subject: the authors' summary of
-            # what they found, where a result sentence is one figure of it (issue 61: on the plain tuning half
-            # the answers quoted a result or a discussion remark beside the conclusion that answered).
-            best = max(candidates, key=lambda c: (len(own_words & words[c.text]) + c.fit,
-                                                  len(asked_words & words[c.text]),
-                                                  c.conclusion and c.rank > 0 and bool(question_words & words[c.text]),
-                                                  c.rank == 2 and bool(specific & words[c.text]),
-                                                  min(len(question_words & words[c.text]), 3), c.rank,
-                                                  len(question_words & words[c.text]), c.conclusion)).text
-            overlap = len(question_words & words[best])
-            # A further paper is quoted only when its best sentence shares as many of the question's words as the
-            # first paper's (and two at least): a passage sharing fewer is about another subject. On 100 dev
-            # questions this kept the gold paper quoted as often (0.97).
-            if first_overlap is not None and overlap < max(2, first_overlap):
-                continue
-            first_overlap = overlap if first_overlap is None else first_overlap
-            claims.append({"text": best, "cited": [canonical_id(source_id)], "attached": [], "support": 1.0})
-            if len(claims) == self.extractive_sentences:
-                break
-        return claims
-
-    @staticmethod
-    def _reference(number: int, source_id: str, document: Document, citations: list[dict],
-                   chunks: list[Document] | None = None) -> dict[str, Any]:
-        meta = document.meta
-        cited = [c for c in citations if c["source_id"] == source_id]
-        strongest = max(cited, key=lambda c: c["support"] or 0)
-        # The chunk holding the sentence shown as evidence: its section, page and id locate that sentence (the
-        # paper's first-ranked chunk may be another part of it, e.g. a table).
-        evidence_chunk = next((d for d in chunks or [] if d.id == strongest.get("chunk_id")), document)
-        return {
-            "number": number, "source_id": source_id, "title": meta.get("title"), "journal": meta.get("journal"),
-            "year": meta.get("year"), "pmcid": meta.get("pmcid"), "pmid": meta.get("pmid"), "doi": meta.get("doi"),
-            "url": source_link(meta), "section": evidence_chunk.meta.get("section"), "chunk_id": evidence_chunk.id,
-            "evidence": strongest["evidence"], "authors": list(meta.get("authors") or [])[:3],
-            "page": evidence_chunk.meta.get("page"), "collection": meta.get("collection"),
-            "uploaded_by": meta.get("uploaded_by"), "claimed_id": meta.get("claimed_id"),
-            "evidence_level": meta.get("evidence_level"),
-        }
-
-
-# "The excerpts do not answer the question", "The excerpt states that ...", "The paper does not compare ...": a remark
-# on the prompt or the paper, not a finding.
-_ABOUT_THE_EXCERPTS = re.compile(
-    r"\bexcerpts?\b|\baccording to the (?:passages?|context|sources?|texts?)\b|"
-    r"\b(?:the|these|this|provided|given) (?:passages?|context|texts?|sources?|abstracts?|papers?|articles?) "
-    r"(?:do|does|did)?\s*(?:not\s+)?(?:answer|mention|state|say|provide|discuss|contain|address|describe|report|"
-    r"indicate|suggest|show|specify|compare)", re.IGNORECASE)
-
-# "This is because ...": the model's causal link to the sentence before, which no check reads (each sentence is
-# checked alone, and the one before may be left out, so "this" points at nothing shown). The rest was checked.
-_BECAUSE_OF_THE_LAST = re.compile(r"^(?:this|that|these|it) (?:is|was|may be|might be) (?:because|due to)"
-                                  r"(?: the fact that)?,? ", re.IGNORECASE)
-
-# The request echoed as a label: "Summary: ...", "TL;DR: ...", "Key results of 'Quantifying ...': The paper ..."
-_REQUEST_LABEL = re.compile(r"^(?:summary|tl;?\s?dr|overview|key (?:results|findings)|main findings|in summary|"
-                            r"outline)\b[^:]{0,160}:\s+(?=[A-Z])", re.IGNORECASE)
-
-_VERDICT_POLICIES = ("checked", "none", "model")
 _COMPARISON_POLICIES = ("model", "quoted")
-_VERDICT = re.compile(r"^\W*(yes|no|maybe)\b\W", re.IGNORECASE)
-
-# A sentence that compares: "longer than", "compared with", "did not differ", "similar", "superior".
-_COMPARES = re.compile(r"\b(?:compar\w*|versus|vs\b|than|superior|inferior|similar\w*|equivalen\w*|differ\w*|"
-                       r"between)", re.IGNORECASE)
-
-# "compare(d) with/to X", "versus X", "than X", "or X": up to three words of what is compared with
-_COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|or)\s+((?:[\w-]+\s*){1,3})",
-                            re.IGNORECASE)
 
 
 # What an overview request says besides its topic ("Summarise the evidence on gestational diabetes").
 _OVERVIEW_REQUEST_WORDS = content_words(
     "summarise summarize summary evidence review reviews tell list give overview research researchers literature "
     "studies study papers paper known found find findings main say says across show shown report reported")
-
-_OTHER_PAPERS = re.compile(r"\bother (?:papers?|studies|study|trials?|reports?|research|articles?|authors)\b",
-                           re.IGNORECASE)
-
-
-class _Candidate(NamedTuple):
-    """A sentence the quotation step may quote: its `finding_rank`, whether it is from a conclusion, what it counts
-    for as the kind of sentence a follow-up asks for (`Ask.weight`, else 0), and whether it may answer although
-    the quotation step would skip it (a method, for "How was it measured?")."""
-
-    text: str
-    rank: int
-    conclusion: bool
-    fit: int
-    method_ok: bool
-
-    @classmethod
-    def of(cls, sentence: str, section: str | None, ask: Ask | None) -> _Candidate:
-        return cls(sentence, finding_rank(sentence, section), bool(CONCLUSION_SECTION.search(str(section or ""))),
-                   ask.weight if ask and ask.fits(sentence, section) else 0,
-                   bool(ask and ask.may_quote(sentence, section)))
-
-
-def _others_cited_to_the_first(claims: list[dict[str, Any]], first_paper: Any
-                               ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """A two-step answer's sentences that say what "other papers" report but cite only the first paper (the one the
-    first step found): left out, with why. The model writes them when the second search found nothing."""
-    kept, left_out = [], []
-    first = canonical_id(str(first_paper or ""))
-    for claim in claims:
-        if _OTHER_PAPERS.search(claim["text"]) and claim["cited"] and _cited_papers([claim]) <= {first}:
-            left_out.append((claim["text"], f"it says what other papers report, but cites only {first}"))
-        else:
-            kept.append(claim)
-    return kept, left_out
-
-
-def _cited_papers(claims: list[dict[str, Any]]) -> set[str]:
-    return {canonical_id(p) for c in claims for p in c.get("cited") or []}
-
-
-def _compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> bool:
-    """Whether a claim compares the subjects: it names each of them (half a subject's words or more: "cold knife
-    cone" for "cold knife conization") and says how they compare ("than", "compared", ...)."""
-    named = [words for words in map(content_words, subjects) if words]
-
-    def compares(text: str) -> bool:
-        words = content_words(text)
-        return bool(_COMPARES.search(text)) and all(2 * len(subject & words) >= len(subject) for subject in named)
-
-    return any(compares(c["text"]) for c in claims)
-
-
-def _capitalised(text: str) -> str:
-    """The text with its first letter a capital: what is left of a sentence after its opening words were cut."""
-    return text[:1].upper() + text[1:]
 
 
 # Words that say how a follow-up asks, not what about: "What about its effect on healthcare resources?" asks about
@@ -840,80 +499,3 @@ _ASKING_WORDS = content_words("effect effects impact influence role outcome outc
                               "change changes benefit")
 
 
-def _follow_up_words(question: str, topic_question: str) -> set[str]:
-    """The content words a follow-up adds to its topic question (the server asks "<follow-up> (follow-up to:
-    <topic>)")."""
-    return content_words(question) - content_words(f"{topic_question} follow-up to")
-
-
-def _says_as_the_verdict(verdict: str, text: str) -> bool:
-    """Whether the sentence after a verdict says what the verdict does: the 0.5B model, shown worked examples,
-    opened findings with "No:" whatever they said ("No: parents reported higher quality with a regular clinician";
-    the gold label was yes, 2026-11-27)."""
-    negated = is_negated(without_verdict(text))
-    return {"yes": not negated, "no": negated}.get(verdict.lower(), True)
-
-
-def _verdicts_joined(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A verdict written as a sentence of its own ("Yes.") joined to the sentence after it, which it stands or falls
-    with."""
-    joined: list[dict[str, Any]] = []
-    pending = ""
-    for claim in claims:
-        if not without_verdict(claim["text"]).strip(" .") and _VERDICT.match(claim["text"] + " "):
-            pending += claim["text"].strip() + " "
-            continue
-        joined.append({**claim, "text": pending + claim["text"]} if pending else claim)
-        pending = ""
-    if pending:
-        joined.append({"text": pending.strip(), "cited": [], "attached": [], "support": None})
-    return joined
-
-
-def _once(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The claims without repeats: a small model may write the same sentence over and over."""
-    seen: set[str] = set()
-    kept = []
-    for claim in claims:
-        key = " ".join(claim["text"].lower().split())
-        if key not in seen:
-            seen.add(key)
-            kept.append(claim)
-    return kept
-
-
-def _finished(claims: list[dict[str, Any]], replies: list[ChatMessage] | None) -> tuple[list[dict[str, Any]], str]:
-    """The claims without an unfinished last sentence, when the model stopped at its length limit (the OpenAI API
-    says `finish_reason`, Ollama `done_reason`); and that sentence ("" if none)."""
-    meta = replies[0].meta if replies else {}
-    stopped_at_limit = "length" in (meta.get("finish_reason"), meta.get("done_reason"))
-    if stopped_at_limit and claims and claims[-1]["text"].rstrip()[-1:] not in (".", "!", "?", ")", '"'):
-        return claims[:-1], claims[-1]["text"]
-    return claims, ""
-
-
-def _with_marks(text: str, marks: list[str]) -> str:
-    """Put citation marks before the sentence's closing punctuation: "It works [1]."."""
-    if not marks:
-        return text
-    joined = "".join(marks)
-    if text and text[-1] in ".!?":
-        return f"{text[:-1]} {joined}{text[-1]}"
-    return f"{text} {joined}"
-
-
-def _without_section_label(text: str, documents: list[Document]) -> str:
-    """The sentence without the excerpt's label copied from the prompt: its header ("Abstract (PubMed, n.d.), ") and
-    its section ("Abstract: Results: 46 patients ...")."""
-    for document in documents:  # the header as the prompt writes it (rag.yml)
-        meta = document.meta
-        header = f"{meta.get('title') or 'Abstract'} ({meta.get('journal') or 'PubMed'}, {meta.get('year') or 'n.d.'}), "
-        if text.lower().startswith(header.lower()):
-            text = text[len(header):]
-            break
-    text = _REQUEST_LABEL.sub("", text)
-    for section in sorted({str(d.meta.get("section") or "") for d in documents}, key=len, reverse=True):
-        if section and text.lower().startswith(section.lower() + ":"):
-            rest = text[len(section) + 1:].strip()
-            return _capitalised(rest) if rest else text
-    return text

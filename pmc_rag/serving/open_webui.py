@@ -26,7 +26,7 @@ from typing import Any
 from hayhooks.open_webui import OpenWebUIEvent, create_source_event
 
 from pmc_rag.components.answer import Answer, Reference
-from pmc_rag.components.cited_answer_builder import source_link
+from pmc_rag.components.references import source_link
 
 # Open WebUI names itself in these headers (the user's name and id, the chat's id) when its
 # ENABLE_FORWARD_USER_INFO_HEADERS setting is on; any client can ask with the header below instead.

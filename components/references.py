@@ -1,0 +1,46 @@
+"""A cited paper as the reference list shows it, and where to read it.
+
+Usage:
+```python
+from pmc_rag.components.references import source_link
+
+source_link({"pmcid": "PMC3297584"})  # "https://pmc.ncbi.nlm.nih.gov/articles/PMC3297584/"
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document
+
+
+def source_link(meta: dict[str, Any]) -> str | None:
+    """The paper's page: PubMed Central, else PubMed, else its DOI; None for a document without one."""
+    if meta.get("pmcid"):
+        return f"https://pmc.ncbi.nlm.nih.gov/articles/{meta['pmcid']}/"
+    if meta.get("pmid"):
+        return f"https://pubmed.ncbi.nlm.nih.gov/{meta['pmid']}/"
+    if meta.get("doi"):
+        return f"https://doi.org/{meta['doi']}"
+    return None
+
+def reference(number: int, source_id: str, document: Document, citations: list[dict],
+               chunks: list[Document] | None = None) -> dict[str, Any]:
+    """The reference list's entry for a cited paper: where to find it, and the sentence of its excerpt that best
+    supports what cites it, located (section, page, chunk)."""
+    meta = document.meta
+    cited = [c for c in citations if c["source_id"] == source_id]
+    strongest = max(cited, key=lambda c: c["support"] or 0)
+    # The chunk holding the sentence shown as evidence: its section, page and id locate that sentence (the
+    # paper's first-ranked chunk may be another part of it, e.g. a table).
+    evidence_chunk = next((d for d in chunks or [] if d.id == strongest.get("chunk_id")), document)
+    return {
+        "number": number, "source_id": source_id, "title": meta.get("title"), "journal": meta.get("journal"),
+        "year": meta.get("year"), "pmcid": meta.get("pmcid"), "pmid": meta.get("pmid"), "doi": meta.get("doi"),
+        "url": source_link(meta), "section": evidence_chunk.meta.get("section"), "chunk_id": evidence_chunk.id,
+        "evidence": strongest["evidence"], "authors": list(meta.get("authors") or [])[:3],
+        "page": evidence_chunk.meta.get("page"), "collection": meta.get("collection"),
+        "uploaded_by": meta.get("uploaded_by"), "claimed_id": meta.get("claimed_id"),
+        "evidence_level": meta.get("evidence_level"),
+    }
