@@ -26,7 +26,7 @@ only the other terms' postings are read; the weak terms are then looked up, larg
 candidates still able to reach the k-th score, and the rest drop out. The result is the exhaustive top k. Deleting a
 chunk leaves a term's bound as it was: still a bound, only looser, so deletes stay cheap and results exact.
 
-Where the server can load the native scorer (`pmc_rag.native`: a small C function, compiled here for the embedded
+Where the server can load the native scorer (`bm25_native_scorer.py`: a small C function, compiled here for the embedded
 PostgreSQL), `<table>__bm25_top` scores every posting instead, in C, from a fifth table:
 
     <table>__bm25_blocks    term_id, block, postings   (a term's postings in chunk numbers block * 4096 to
@@ -47,7 +47,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pmc_rag import native
+from pmc_rag.components import bm25_native_scorer as native
 from pmc_rag.components.store_connection import connect, create_store_table
 
 logger = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ $body$;
 """
 
 # The native scorer's copy of the postings, 8 bytes each, one row per term and block of BLOCK_SIZE chunk numbers
-# (the layout is described in pmc_rag/native/bm25_scan.c). Derived from {postings}; kept in step by the triggers.
+# (the layout is described in components/resources/bm25_scan.c). Derived from {postings}; kept in step by the triggers.
 _CREATE_BLOCKS = """
 CREATE TABLE IF NOT EXISTS {blocks} (
     term_id integer NOT NULL, block integer NOT NULL, postings bytea NOT NULL, PRIMARY KEY (term_id, block));
@@ -334,7 +334,7 @@ END
 $body$;
 """
 
-# The native scorer, from a library file on the server's machine (see pmc_rag.native).
+# The native scorer, from a library file on the server's machine (see bm25_native_scorer.py).
 _SCAN_FUNCTION = """
 CREATE OR REPLACE FUNCTION {scan}(blocks integer[], lists bytea[], idfs float8[], k integer, k1 float8, b float8,
                                   avgdl float8, block_size integer)
@@ -420,7 +420,7 @@ def ensure_bm25_index(connection: psycopg.Connection, tables: BM25Tables) -> boo
 
 
 def native_scorer_installed(connection: psycopg.Connection, tables: BM25Tables) -> bool:
-    """Whether searches of this table score in C (`pmc_rag.native`) rather than by the SQL search."""
+    """Whether searches of this table score in C (`bm25_native_scorer.py`) rather than by the SQL search."""
     return _exists(connection, tables, "blocks") and _exists(connection, tables, "scan", kind="regproc")
 
 

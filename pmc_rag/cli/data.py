@@ -136,7 +136,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _bm25_scorer_line(store: Any) -> str:
-    from pmc_rag import native
+    from pmc_rag.components import bm25_native_scorer as native
     from pmc_rag.components.bm25_index import BM25Tables, bm25_index_exists, native_scorer_installed
     from pmc_rag.components.store_connection import connect
 
@@ -145,7 +145,7 @@ def _bm25_scorer_line(store: Any) -> str:
         if not bm25_index_exists(connection, tables):
             return "no index yet (the first ingestion builds it)"
         if native_scorer_installed(connection, tables):
-            return "native scorer (C, pmc_rag/native/bm25_scan.c) over packed postings"
+            return "native scorer (C, components/resources/bm25_scan.c) over packed postings"
     why = "the native scorer is turned off by PMC_RAG_BM25_NATIVE" if not native.enabled() else \
         ("the native scorer is not installed; `pmc-rag setup` installs it where it can be built (a C compiler is "
          "needed) and the server can load it, and logs why not")

@@ -1,4 +1,4 @@
-"""The native BM25 scorer (`bm25_scan.c`): found installed in the server, or compiled here for the embedded one.
+"""The BM25 index's native scorer (`resources/bm25_scan.c`): found installed in the server, or compiled here for the embedded one.
 
 PostgreSQL loads C functions from files on the server's machine, built against that server's major version. Two
 ways to have one:
@@ -12,7 +12,7 @@ The flags are portable (`-O2`, no `-march`): the library runs on any CPU of the 
 for the build machine. `PMC_RAG_BM25_NATIVE=off` turns the native scorer off; the SQL search then does the same job,
 exactly, only slower.
 
-    from pmc_rag.native import compiled_library
+    from pmc_rag.components.bm25_native_scorer import compiled_library
     path = compiled_library(180004)   # PosixPath('.../native/pg18/pmc_rag_bm25-1a2b3c4d.so'), or None
 """
 
@@ -28,11 +28,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pmc_rag.paths import home
+from pmc_rag.components.data_home import home
 
 logger = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("bm25_scan.c")
+SOURCE = Path(__file__).with_name("resources") / "bm25_scan.c"
 SYMBOL = "pmc_rag_bm25_top"
 INSTALLED = "$libdir/pmc_rag_bm25"
 
