@@ -13,19 +13,9 @@ from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, 
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
 from pmc_rag.components.follow_up_asks import asked_for
 from pmc_rag.components.follow_up_query import follow_up_text
-from pmc_rag.components.model_sentences import (
-    ABOUT_THE_EXCERPTS,
-    BECAUSE_OF_THE_LAST,
-    COMPARED_WITH,
-    COMPARES,
-    capitalised,
-    compares_subjects,
-    finished,
-    once,
-    others_cited_to_the_first,
-    with_marks,
-    without_section_label,
-)
+from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_THE_LAST, COMPARED_WITH, COMPARES,
+                                                capitalised, compares_subjects, finished, once,
+                                                others_cited_to_the_first, with_marks, without_section_label)
 from pmc_rag.components.quotation_chooser import QuotationChooser, cited_papers, follow_up_words
 from pmc_rag.components.references import reference, source_link
 from pmc_rag.components.verdict_check import VerdictCheck

@@ -83,7 +83,9 @@ def _time_model_server(messages: list[dict[str, str]], runs: int, max_tokens: in
     from haystack.dataclasses import ChatMessage
     from haystack.utils import Secret
 
-    from pmc_rag.local_llm.supervisor import LocalModelSpec, local_model_server
+    from pmc_rag.local_llm.spec import LocalModelSpec
+
+    from pmc_rag.local_llm.supervisor import local_model_server
 
     spec = LocalModelSpec(model="qwen2.5-0.5b-instruct", url="http://127.0.0.1:1499/v1", idle_minutes=5)
     server = local_model_server(spec)

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from pmc_rag.environment import ALLOWED_MODULES
-from pmc_rag.local_llm.supervisor import ForeignModelServer, LocalModelError, LocalModelSpec, local_model_server
-from pmc_rag.local_llm.supervisor import api_key as local_llm_api_key
+from pmc_rag.local_llm.spec import ForeignModelServer, LocalModelError, LocalModelSpec
+from pmc_rag.local_llm.spec import api_key as local_llm_api_key
+from pmc_rag.local_llm.supervisor import local_model_server
 from pmc_rag.paths import PIPELINES_DIR
 from pmc_rag.pipeline_files import PipelineFileError, resolve_pipeline_spec
 

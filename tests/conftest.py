@@ -178,7 +178,7 @@ TEST_LLM_URL = f"http://127.0.0.1:{free_port()}/v1"
 
 def rag_llm_spec():
     """rag.yml's `local_model:` (model, weights), at the tests' address: the server the copied pipelines start."""
-    from pmc_rag.local_llm.supervisor import LocalModelSpec
+    from pmc_rag.local_llm.spec import LocalModelSpec
 
     section = yaml.safe_load((PROJECT_ROOT / "pipelines" / "rag.yml").read_text())["local_model"]
     return LocalModelSpec.from_yaml({**section, "url": TEST_LLM_URL}, "pipelines/rag.yml")

@@ -25,7 +25,9 @@ from typing import Any
 from haystack import Document, tracing
 from haystack.tracing import Span, Tracer
 
-from pmc_rag.local_llm.supervisor import LocalModelError, local_model_server
+from pmc_rag.local_llm.spec import LocalModelError
+
+from pmc_rag.local_llm.supervisor import local_model_server
 from pmc_rag.pipelines import EXCERPTS, RETRIEVED_PREFIX, DeclaredPipeline
 
 _current_timings: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("timings", default=None)

@@ -60,7 +60,7 @@ def _errors_said_in_one_line() -> tuple[type[BaseException], ...]:
 
     from pmc_rag.database import DatabaseError
     from pmc_rag.ingestion.xml import IngestError
-    from pmc_rag.local_llm.supervisor import LocalModelError
+    from pmc_rag.local_llm.spec import LocalModelError
     from pmc_rag.models import ModelError
     from pmc_rag.pipelines import PipelineError
 

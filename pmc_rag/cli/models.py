@@ -9,7 +9,8 @@ import sys
 def _check_local_model(pipeline_name: str) -> None:
     """Start the answering pipeline's local model server and have it write a few tokens: a model that crashes on
     this CPU shows here, with the fix, rather than at the first question. Not fatal: answers then quote passages."""
-    from pmc_rag.local_llm.supervisor import LocalModelError, local_model_server
+    from pmc_rag.local_llm.spec import LocalModelError
+    from pmc_rag.local_llm.supervisor import local_model_server
     from pmc_rag.pipelines import declared_local_model
 
     spec = declared_local_model(pipeline_name)

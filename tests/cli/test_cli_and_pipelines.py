@@ -109,7 +109,7 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
 
     yaml_path = tmp_path / "indexing.yml"
     yaml_path.write_text(indexing_yaml_for(table_name))
-    from pmc_rag.local_llm.supervisor import API_KEY_ENV, api_key
+    from pmc_rag.local_llm.spec import API_KEY_ENV, api_key
 
     # The tests' model server key, so that the server setup starts is one the other tests can use and stop.
     env = {"PG_CONN_STR": pg_conn_str, "PMC_RAG_HOME": str(tmp_path / "home"), API_KEY_ENV: api_key()}

@@ -285,7 +285,8 @@ def test_each_local_model_answers_in_turn_from_a_server_of_its_own(eval_table, t
     server stopped once its row is done (the user's server on rag.yml's port is left alone)."""
     from pmc_rag.evaluation.report import markdown
     from pmc_rag.evaluation.runner import run_evaluation
-    from pmc_rag.local_llm.supervisor import LocalModelServer, LocalModelSpec
+    from pmc_rag.local_llm.spec import LocalModelSpec
+    from pmc_rag.local_llm.supervisor import LocalModelServer
     from pmc_rag.paths import DEV_QUESTIONS
 
     table, folder = eval_table

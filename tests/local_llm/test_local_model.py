@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pmc_rag.local_llm.supervisor import (API_KEY_ENV, LocalModelServer, LocalModelSpec, api_key, local_model_server,
-                                          started_servers)
+from pmc_rag.local_llm.spec import API_KEY_ENV, LocalModelSpec, api_key
+from pmc_rag.local_llm.supervisor import LocalModelServer, local_model_server, started_servers
 
 from conftest import (LOCAL_BASE_URL, PROJECT_ROOT, SAMPLE_TABLE, TEST_LLM_URL, free_port, pipeline_file_for,
                       rag_llm_spec)
@@ -618,7 +618,7 @@ def test_a_model_server_of_another_home_on_the_port_stops_the_start_and_gets_no_
                                                                                         monkeypatch):
     """Two data folders, one port: the second never sends its prompts to the first's server (which would refuse
     them with 401), counts no restarts, and says what to do without naming any file of either folder."""
-    from pmc_rag.local_llm.supervisor import ForeignModelServer
+    from pmc_rag.local_llm.spec import ForeignModelServer
     from pmc_rag.models import assemble_llm
     from pmc_rag.pipelines import load_declared_pipeline
 

@@ -160,7 +160,7 @@ def test_reencoded_weights_are_made_once_in_a_child_and_made_again_when_the_file
 
 
 def test_local_model_weights_are_checked_when_the_yaml_is_read():
-    from pmc_rag.local_llm.supervisor import LocalModelSpec
+    from pmc_rag.local_llm.spec import LocalModelSpec
 
     section = {"model": "qwen2.5-0.5b-instruct", "url": "http://127.0.0.1:1499/v1"}
     assert LocalModelSpec.from_yaml(section, "x.yml").weights == "packaged"
