@@ -13,6 +13,7 @@
     pmc-rag bench llm             embedded model: portable settings' cost, in process vs. the model server
     pmc-rag bench devices         embedding chunks/s per device, precision and batch size [--export DIR]
     pmc-rag bench stream          streamed answers: the model's first token against the first checked sentence
+    pmc-rag bench embedders       MiniLM against nomic-embed-text-v1.5: papers found, the gate's signal, cost
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import sys
 from pathlib import Path
 
 from pmc_rag.cli.answering import _ask, _serve
-from pmc_rag.cli.bench import _bench_devices, _bench_ingest, _bench_keyword, _bench_llm, _bench_scale, _bench_stream
+from pmc_rag.cli.bench import (_bench_devices, _bench_embedders, _bench_ingest, _bench_keyword, _bench_llm, _bench_scale,
+                               _bench_stream)
 from pmc_rag.cli.common import EXIT_FAILED
 from pmc_rag.cli.data import _collections, _ingest, _pipeline, _setup, _status
 from pmc_rag.cli.evaluating import _eval
@@ -195,6 +197,11 @@ def _parser() -> argparse.ArgumentParser:
     bench_ingest.add_argument("--limit", type=int, default=1500, help="chunks to time (default: %(default)s)")
     bench_ingest.add_argument("--pipeline", default="indexing", help="indexing pipeline YAML (default: %(default)s)")
     bench_ingest.set_defaults(handler=_bench_ingest)
+    bench_embedders = bench_commands.add_parser("embedders", help="MiniLM against nomic-embed-text-v1.5 on the stored "
+                                                "chunks: papers found, the gate's signal, embedding cost")
+    bench_embedders.add_argument("--limit", type=int, default=None,
+                                 help="only the first N stored chunks (default: all; nomic embeds ~8 chunks/s on 2 cores)")
+    bench_embedders.set_defaults(handler=_bench_embedders)
     bench_keyword = bench_commands.add_parser("keyword", help="BM25 retrieval latency and hits, corpus and 100k")
     bench_keyword.add_argument("--chunks", type=int, default=100_000, help="size of the large table (default: "
                                "%(default)s)")

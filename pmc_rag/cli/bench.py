@@ -44,6 +44,12 @@ def _bench_stream(args: argparse.Namespace) -> int:
     return run_benchmark(questions=args.questions, start=args.start)
 
 
+def _bench_embedders(args: argparse.Namespace) -> int:
+    from pmc_rag.evaluation.bench_embedders import run_benchmark
+
+    return run_benchmark(limit=args.limit)
+
+
 def _bench_devices(args: argparse.Namespace) -> int:
     import tempfile
 
