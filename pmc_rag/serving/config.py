@@ -1,13 +1,23 @@
-"""`hayhooks.yml`: what `pmc-rag serve` serves, read and checked before anything starts."""
+"""`hayhooks.yml`: what `pmc-rag serve` serves, read and checked before anything starts.
+
+Each section is a pydantic model (strict, unknown keys refused), so a wrong type or a typo is an error naming the
+key as the file writes it; what pydantic cannot say (a pipeline file that does not exist, an endpoint name taken by
+a route) is checked after. The result is the frozen `ServeConfig` the server reads.
+
+    from pmc_rag.serving.config import load_serve_config
+
+    config = load_serve_config("hayhooks.yml")   # ServeConfigError: "hayhooks.yml: `server.port` must be ..."
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pmc_rag.paths import PROJECT_ROOT
 
@@ -35,9 +45,6 @@ class Endpoint:
     description: str = ""
     parameters: tuple[str, ...] = ()
     mcp_tool: str | None = None  # the endpoint as a tool of the MCP server at /mcp, under this name
-
-
-UPLOAD_KEYS = {"pipeline", "max_bytes", "max_files", "read_timeout_s", "read_memory_mb", "max_text_chars"}
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,70 @@ class ServeConfig:
         return next(e for e in self.endpoints if e.name == name)
 
 
+class _Section(BaseModel):
+    # Strict: `port: "1416"` or `follow_ups_from_topic_papers: yes-please` is an error that names the key, never a
+    # silent conversion; a key that is not read (a typo) is an error too.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+Count = Annotated[int, Field(ge=0)]
+Seconds = Annotated[int | float, Field(ge=0)]
+
+
+class _Server(_Section):
+    host: str = "127.0.0.1"
+    port: Count = 1416
+    api_key_env: str = "PMC_RAG_API_KEY"
+    max_body_bytes: Count = 65536
+    max_question_chars: Count = 2000
+    cors_origins: list[str] | None = None
+    allowed_hosts: list[str] | None = None
+    max_running_answers: Count = 2
+    max_queued_answers: Count = 8
+    max_queue_wait_s: Seconds = 60
+    answer_deadline_s: Seconds = 240
+    torch_threads: Count = 1
+    workers: Count = 1
+
+
+class _Conversations(_Section):
+    retention_days: Seconds = 30
+    carried_chunks: Count = 5
+    follow_ups_from_topic_papers: bool = True
+
+
+class _Cache(_Section):
+    max_entries: Count = 1000
+
+
+class _Uploads(_Section):
+    pipeline: str | None = None
+    max_bytes: Count = 20_000_000
+    max_files: Count = 50
+    read_timeout_s: Seconds = 60
+    read_memory_mb: Count = 1024
+    max_text_chars: Count = 10_000_000
+
+
+class _Endpoint(_Section):
+    name: str
+    pipeline: str
+    kind: str = "answer"
+    rest: bool = True
+    chat: bool = False
+    description: str = ""
+    parameters: list[str] = []
+    mcp_tool: str | None = None
+
+
+class _ServeFile(_Section):
+    server: _Server = _Server()
+    conversations: _Conversations = _Conversations()
+    cache: _Cache = _Cache()
+    uploads: _Uploads = _Uploads()
+    endpoints: list[_Endpoint]
+
+
 def load_serve_config(path: str | Path | None = None, *, host: str | None = None, port: int | None = None
                       ) -> ServeConfig:
     """Read hayhooks.yml (or `path`); `host` and `port` override the file's."""
@@ -94,17 +165,16 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         raise ServeConfigError(f"{source}: not valid YAML: {error}") from error
     if not isinstance(data, dict):
         raise ServeConfigError(f"{source}: expected a mapping with `server` and `endpoints`")
-    server = _section(data, "server", source)
-    conversations = _section(data, "conversations", source)
-    cache = _section(data, "cache", source)
-    uploads = _section(data, "uploads", source)
-    unknown_upload_keys = sorted(set(uploads) - UPLOAD_KEYS)
-    if unknown_upload_keys:
-        raise ServeConfigError(f"{source}: uploads: unknown {unknown_upload_keys}; choose from {sorted(UPLOAD_KEYS)}")
-    endpoints = data.get("endpoints") or []
-    if not isinstance(endpoints, list) or not endpoints:
+    if not isinstance(data.get("endpoints"), list) or not data["endpoints"]:
         raise ServeConfigError(f"{source}: `endpoints` must list at least one endpoint (name, pipeline, kind)")
-    parsed = tuple(_endpoint(item, index, source) for index, item in enumerate(endpoints))
+    # An empty section (`cache:` with nothing under it) is the defaults, as before.
+    data = {key: ({} if value is None and key != "endpoints" else value) for key, value in data.items()}
+    try:
+        read = _ServeFile.model_validate(data)
+    except ValidationError as error:
+        raise ServeConfigError(_first_problem(source, error)) from None
+    server, conversations, uploads = read.server, read.conversations, read.uploads
+    parsed = tuple(_endpoint(item.model_dump(), index, source) for index, item in enumerate(read.endpoints))
     names = [e.name for e in parsed]
     if len(set(names)) != len(names):
         raise ServeConfigError(f"{source}: endpoint names must be unique, got {names}")
@@ -113,31 +183,57 @@ def load_serve_config(path: str | Path | None = None, *, host: str | None = None
         raise ServeConfigError(f"{source}: `mcp_tool` names must be unique, got {tools}")
     return ServeConfig(
         endpoints=parsed,
-        host=str(host or server.get("host", "127.0.0.1")),
-        port=int(port or _number(server, "port", 1416, source, "server")),
-        api_key_env=str(server.get("api_key_env", "PMC_RAG_API_KEY")),
-        max_body_bytes=int(_number(server, "max_body_bytes", 65536, source, "server")),
-        max_question_chars=int(_number(server, "max_question_chars", 2000, source, "server")),
-        retention_days=float(_number(conversations, "retention_days", 30, source, "conversations")),
-        carried_chunks=int(_number(conversations, "carried_chunks", 5, source, "conversations")),
-        follow_ups_from_topic_papers=_flag(conversations, "follow_ups_from_topic_papers", True, source),
-        cache_entries=int(_number(cache, "max_entries", 1000, source, "cache")),
-        cors_origins=_origins(server, source),
-        allowed_hosts=_hosts(server, source),
-        max_running_answers=max(1, int(_number(server, "max_running_answers", 2, source, "server"))),
-        max_queued_answers=int(_number(server, "max_queued_answers", 8, source, "server")),
-        max_queue_wait_s=float(_number(server, "max_queue_wait_s", 60, source, "server")),
-        answer_deadline_s=float(_number(server, "answer_deadline_s", 240, source, "server")),
-        torch_threads=max(0, int(_number(server, "torch_threads", 1, source, "server"))),
-        workers=max(1, int(_number(server, "workers", 1, source, "server"))),
-        upload_pipeline=_pipeline_path(uploads.get("pipeline"), source, "uploads.pipeline"),
-        max_upload_bytes=int(_number(uploads, "max_bytes", 20_000_000, source, "uploads")),
-        max_upload_files=int(_number(uploads, "max_files", 50, source, "uploads")),
-        upload_read_timeout_s=float(_number(uploads, "read_timeout_s", 60, source, "uploads")),
-        upload_read_memory_mb=int(_number(uploads, "read_memory_mb", 1024, source, "uploads")),
-        max_upload_text_chars=int(_number(uploads, "max_text_chars", 10_000_000, source, "uploads")),
+        host=str(host or server.host),
+        port=int(port or server.port),
+        api_key_env=server.api_key_env,
+        max_body_bytes=server.max_body_bytes,
+        max_question_chars=server.max_question_chars,
+        retention_days=float(conversations.retention_days),
+        carried_chunks=conversations.carried_chunks,
+        follow_ups_from_topic_papers=conversations.follow_ups_from_topic_papers,
+        cache_entries=read.cache.max_entries,
+        cors_origins=_origins(server.cors_origins, source),
+        allowed_hosts=_hosts(server.allowed_hosts, source),
+        max_running_answers=max(1, server.max_running_answers),
+        max_queued_answers=server.max_queued_answers,
+        max_queue_wait_s=float(server.max_queue_wait_s),
+        answer_deadline_s=float(server.answer_deadline_s),
+        torch_threads=server.torch_threads,
+        workers=max(1, server.workers),
+        upload_pipeline=_pipeline_path(uploads.pipeline, source, "uploads.pipeline"),
+        max_upload_bytes=uploads.max_bytes,
+        max_upload_files=uploads.max_files,
+        upload_read_timeout_s=float(uploads.read_timeout_s),
+        upload_read_memory_mb=uploads.read_memory_mb,
+        max_upload_text_chars=uploads.max_text_chars,
         source=source,
     )
+
+
+def _first_problem(source: Path, error: ValidationError) -> str:
+    """pydantic's first complaint in hayhooks.yml's words: the key as written there, what it must be instead."""
+    problem = error.errors()[0]
+    location = problem["loc"]
+    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in location).lstrip(".")
+    section = _ServeFile
+    for part in location[:-1]:
+        if isinstance(part, str):
+            field = section.model_fields.get(part)
+            annotation = getattr(field, "annotation", None)
+            section = getattr(annotation, "__args__", (annotation,))[0] if annotation is not None else section
+    if problem["type"] == "extra_forbidden":
+        known = sorted(getattr(section, "model_fields", {}))
+        return f"{source}: `{key}`: unknown key; choose from {known}"
+    if problem["type"] == "missing":
+        return f"{source}: `{key}` is missing"
+    value = problem.get("input")
+    if problem["type"].startswith("bool"):
+        return f"{source}: `{key}` must be true or false, not {value!r}"
+    if problem["type"].startswith(("int", "float", "greater_than")):
+        return f"{source}: `{key}` must be a non-negative number, not {value!r}"
+    if problem["type"].startswith("model"):
+        return f"{source}: `{key}` must be a mapping"
+    return f"{source}: `{key}`: {problem['msg']}, not {value!r}"
 
 
 def _pipeline_path(value: Any, source: Path, where: str) -> Path | None:
@@ -150,44 +246,23 @@ def _pipeline_path(value: Any, source: Path, where: str) -> Path | None:
     return path
 
 
-def _origins(server: dict, source: Path) -> tuple[str, ...]:
-    return _names(server, "cors_origins", r"https?://[^/\s]+|\*", source,
+def _origins(names: list[str] | None, source: Path) -> tuple[str, ...]:
+    return _names(names, "cors_origins", r"https?://[^/\s]+|\*", source,
                   "origins such as \"http://localhost:3000\" (scheme and host, no path), or [\"*\"] for any page")
 
 
-def _hosts(server: dict, source: Path) -> tuple[str, ...]:
-    return tuple(h.lower() for h in _names(server, "allowed_hosts", r"[A-Za-z0-9.:\[\]-]+|\*", source,
+def _hosts(names: list[str] | None, source: Path) -> tuple[str, ...]:
+    return tuple(h.lower() for h in _names(names, "allowed_hosts", r"[A-Za-z0-9.:\[\]-]+|\*", source,
                                            "host names such as \"pmc-rag.lab.example\" or \"10.0.0.5\" (no scheme, "
                                            "no port), or [\"*\"] for any"))
 
 
-def _names(server: dict, key: str, pattern: str, source: Path, what: str) -> tuple[str, ...]:
-    """`server.<key>`: a list of strings each matching `pattern`; ServeConfigError saying `what` they must be."""
-    names = server.get(key) or []
-    if not isinstance(names, list) or not all(isinstance(n, str) and re.fullmatch(pattern, n) for n in names):
+def _names(names: list[str] | None, key: str, pattern: str, source: Path, what: str) -> tuple[str, ...]:
+    """`server.<key>`: strings each matching `pattern`; ServeConfigError saying `what` they must be."""
+    names = names or []
+    if not all(re.fullmatch(pattern, n) for n in names):
         raise ServeConfigError(f"{source}: `server.{key}` must be a list of {what}")
     return tuple(names)
-
-
-def _section(data: dict, key: str, source: Path) -> dict:
-    value = data.get(key) or {}
-    if not isinstance(value, dict):
-        raise ServeConfigError(f"{source}: `{key}` must be a mapping")
-    return value
-
-
-def _number(section: dict, key: str, default: float, source: Path, where: str) -> float:
-    value = section.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ServeConfigError(f"{source}: `{where}.{key}` must be a non-negative number, not {value!r}")
-    return value
-
-
-def _flag(section: dict, key: str, default: bool, source: Path) -> bool:
-    value = section.get(key, default)
-    if not isinstance(value, bool):
-        raise ServeConfigError(f"{source}: `conversations.{key}` must be true or false, not {value!r}")
-    return value
 
 
 def _endpoint(item: Any, index: int, source: Path) -> Endpoint:

@@ -725,6 +725,21 @@ def test_serving_config_errors_name_the_key(tmp_path, serve_config):
     path.write_text(yaml.safe_dump(broken))
     with pytest.raises(ServeConfigError, match=r"`mcp_tool` names must be unique"):
         load_serve_config(path)
+    # Read by pydantic models, strictly: a typo or a number written as text names the key, never passes silently.
+    broken["endpoints"][1]["mcp_tool"] = "search_more"
+    broken["server"] = {"port": "1416"}
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"`server.port` must be a non-negative number, not '1416'"):
+        load_serve_config(path)
+    broken["server"] = {"port": 1416, "max_body_byte": 100}
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"`server.max_body_byte`: unknown key; choose from .*'max_body_bytes'"):
+        load_serve_config(path)
+    broken["server"] = {"port": 1416}
+    broken["endpoints"][0]["chat"] = "yes"
+    path.write_text(yaml.safe_dump(broken))
+    with pytest.raises(ServeConfigError, match=r"`endpoints\[0\].chat` must be true or false"):
+        load_serve_config(path)
 
 
 @pytest.mark.integration  # the real model, and its time limit
