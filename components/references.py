@@ -25,6 +25,7 @@ def source_link(meta: dict[str, Any]) -> str | None:
         return f"https://doi.org/{meta['doi']}"
     return None
 
+
 def reference(number: int, source_id: str, document: Document, citations: list[dict],
                chunks: list[Document] | None = None) -> dict[str, Any]:
     """The reference list's entry for a cited paper: where to find it, and the sentence of its excerpt that best

@@ -13,7 +13,7 @@ similarity and the first chunk of each paper gives the paper's rank:
   from the unanswerable ones (AUC, tuning and held aside), and with the threshold that catches 96% of the tuning
   unanswerable questions (the rules' target), the held-aside shares let through and caught.
 
-The sets are `gate_learning.question_sets()`'s, with gold papers. Held-aside figures are printed, never read
+The sets are `gate_learning.gold_sets()`. Held-aside figures are printed, never read
 question by question. Ingest cost: chunks/s of each embedder over the same chunks in this process's child.
 """
 
@@ -29,34 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from pmc_rag.paths import PROJECT_ROOT
+from pmc_rag.evaluation.gate_learning import gold_sets
 
-DATASETS = PROJECT_ROOT / "evaluation" / "datasets"
 ANSWERABLE_TUNING = ("pubmedqa_dev", "vague_dev", "plain_tuning")
 UNANSWERABLE_TUNING = ("generated_tuning", "unanswerable_tuning")
 ANSWERABLE_HELD = ("plain_held_aside", "vague_held_out")
 UNANSWERABLE_HELD = ("generated_held_aside", "unanswerable_held_out")
 CAUGHT_ON_TUNING = 0.96
-
-
-def gold_sets() -> dict[str, list[tuple[str, str | None]]]:
-    """Each set's (question, gold paper id or None for an unanswerable one)."""
-    dev = json.loads((DATASETS / "pubmedqa_dev_questions.json").read_text(encoding="utf-8"))
-    vague = json.loads((DATASETS / "vague_questions.json").read_text(encoding="utf-8"))
-    plain = json.loads((DATASETS / "plain_language_questions.json").read_text(encoding="utf-8"))["questions"]
-    generated = json.loads((DATASETS / "unanswerable_generated.json").read_text(encoding="utf-8"))["questions"]
-    written = json.loads((DATASETS / "unanswerable_questions.json").read_text(encoding="utf-8"))["questions"]
-    return {
-        "pubmedqa_dev": [(q["QUESTION"], f"PMID:{pmid}") for pmid, q in dev.items()],
-        "vague_dev": [(q["QUESTION"], f"PMID:{pmid}") for pmid, q in vague.items() if q.get("SET") == "dev"],
-        "plain_tuning": [(q["question"], q["gold_paper"]) for q in plain if q["set"] == "plain_tuning"],
-        "generated_tuning": [(q["question"], None) for q in generated if q["set"].startswith("generated_tuning")],
-        "unanswerable_tuning": [(q["question"], None) for q in written if q["set"] == "tuning"],
-        "plain_held_aside": [(q["question"], q["gold_paper"]) for q in plain if q["set"] == "plain_held_aside"],
-        "vague_held_out": [(q["QUESTION"], f"PMID:{pmid}") for pmid, q in vague.items() if q.get("SET") != "dev"],
-        "generated_held_aside": [(q["question"], None) for q in generated if q["set"] == "held_aside"],
-        "unanswerable_held_out": [(q["question"], None) for q in written if q["set"] == "held_out"],
-    }
 
 
 def _nomic_embed(model_path: str, texts: list[str], prefix: str, report_every: int = 0) -> tuple[np.ndarray, float]:

@@ -33,24 +33,29 @@ ANSWERABLE = {"pubmedqa_dev", "vague_dev", "plain_tuning", "plain_held_aside", "
 MIN_CAUGHT = 0.96  # of the tuning unanswerable questions, as the rules catch them (docs, "Evaluating variants")
 
 
-def question_sets() -> dict[str, list[str]]:
-    """Each set's questions, by name (`TUNING` and `HELD_ASIDE`)."""
+def gold_sets() -> dict[str, list[tuple[str, str | None]]]:
+    """Each set's (question, gold paper id; None for an unanswerable one), by name (`TUNING` and `HELD_ASIDE`)."""
     dev = json.loads((DATASETS / "pubmedqa_dev_questions.json").read_text(encoding="utf-8"))
     vague = json.loads((DATASETS / "vague_questions.json").read_text(encoding="utf-8"))
     plain = json.loads((DATASETS / "plain_language_questions.json").read_text(encoding="utf-8"))["questions"]
     generated = json.loads((DATASETS / "unanswerable_generated.json").read_text(encoding="utf-8"))["questions"]
     written = json.loads((DATASETS / "unanswerable_questions.json").read_text(encoding="utf-8"))["questions"]
     return {
-        "pubmedqa_dev": [q["QUESTION"] for q in dev.values()],
-        "vague_dev": [q["QUESTION"] for q in vague.values() if q.get("SET") == "dev"],
-        "plain_tuning": [q["question"] for q in plain if q["set"] == "plain_tuning"],
-        "generated_tuning": [q["question"] for q in generated if q["set"].startswith("generated_tuning")],
-        "unanswerable_tuning": [q["question"] for q in written if q["set"] == "tuning"],
-        "plain_held_aside": [q["question"] for q in plain if q["set"] == "plain_held_aside"],
-        "vague_held_out": [q["QUESTION"] for q in vague.values() if q.get("SET") != "dev"],
-        "generated_held_aside": [q["question"] for q in generated if q["set"] == "held_aside"],
-        "unanswerable_held_out": [q["question"] for q in written if q["set"] == "held_out"],
+        "pubmedqa_dev": [(q["QUESTION"], f"PMID:{pmid}") for pmid, q in dev.items()],
+        "vague_dev": [(q["QUESTION"], f"PMID:{pmid}") for pmid, q in vague.items() if q.get("SET") == "dev"],
+        "plain_tuning": [(q["question"], q["gold_paper"]) for q in plain if q["set"] == "plain_tuning"],
+        "generated_tuning": [(q["question"], None) for q in generated if q["set"].startswith("generated_tuning")],
+        "unanswerable_tuning": [(q["question"], None) for q in written if q["set"] == "tuning"],
+        "plain_held_aside": [(q["question"], q["gold_paper"]) for q in plain if q["set"] == "plain_held_aside"],
+        "vague_held_out": [(q["QUESTION"], f"PMID:{pmid}") for pmid, q in vague.items() if q.get("SET") != "dev"],
+        "generated_held_aside": [(q["question"], None) for q in generated if q["set"] == "held_aside"],
+        "unanswerable_held_out": [(q["question"], None) for q in written if q["set"] == "held_out"],
     }
+
+
+def question_sets() -> dict[str, list[str]]:
+    """Each set's questions, by name (`TUNING` and `HELD_ASIDE`)."""
+    return {name: [question for question, _ in items] for name, items in gold_sets().items()}
 
 
 class _Recorder:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from pmc_rag import nomic_embed_model
-from pmc_rag.evaluation.bench_embedders import auc, gold_sets, measure, paper_ranks
+from pmc_rag.evaluation.bench_embedders import auc, measure, paper_ranks
+from pmc_rag.evaluation.gate_learning import gold_sets
 
 
 def test_a_paper_ranks_by_its_best_chunk():
