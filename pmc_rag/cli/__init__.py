@@ -14,6 +14,7 @@
     pmc-rag bench devices         embedding chunks/s per device, precision and batch size [--export DIR]
     pmc-rag bench stream          streamed answers: the model's first token against the first checked sentence
     pmc-rag bench embedders       MiniLM against nomic-embed-text-v1.5: papers found, the gate's signal, cost
+    pmc-rag bench peer            our default pipeline beside a stock Haystack one: time and gold-judged answers
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import sys
 from pathlib import Path
 
 from pmc_rag.cli.answering import _ask, _serve
-from pmc_rag.cli.bench import (_bench_devices, _bench_embedders, _bench_ingest, _bench_keyword, _bench_llm, _bench_scale,
-                               _bench_stream)
+from pmc_rag.cli.bench import (_bench_devices, _bench_embedders, _bench_ingest, _bench_keyword, _bench_llm, _bench_peer,
+                               _bench_scale, _bench_stream)
 from pmc_rag.cli.common import EXIT_FAILED
 from pmc_rag.cli.data import _collections, _ingest, _pipeline, _setup, _status
 from pmc_rag.cli.evaluating import _eval
@@ -202,6 +203,12 @@ def _parser() -> argparse.ArgumentParser:
     bench_embedders.add_argument("--limit", type=int, default=None,
                                  help="only the first N stored chunks (default: all; nomic embeds ~8 chunks/s on 2 cores)")
     bench_embedders.set_defaults(handler=_bench_embedders)
+    bench_peer = bench_commands.add_parser("peer", help="our default pipeline beside a stock Haystack RAG pipeline: "
+                                           "answer time and gold-judged answers, same questions, store and model")
+    bench_peer.add_argument("--limit", type=int, default=30, help="dev questions asked of each (default: %(default)s)")
+    bench_peer.add_argument("--offset", type=int, default=300, help="skip the first N dev questions (default: "
+                            "%(default)s, a held-out slice)")
+    bench_peer.set_defaults(handler=_bench_peer)
     bench_keyword = bench_commands.add_parser("keyword", help="BM25 retrieval latency and hits, corpus and 100k")
     bench_keyword.add_argument("--chunks", type=int, default=100_000, help="size of the large table (default: "
                                "%(default)s)")

@@ -50,6 +50,12 @@ def _bench_embedders(args: argparse.Namespace) -> int:
     return run_benchmark(limit=args.limit)
 
 
+def _bench_peer(args: argparse.Namespace) -> int:
+    from pmc_rag.evaluation.bench_peer import run_benchmark
+
+    return run_benchmark(limit=args.limit, offset=args.offset)
+
+
 def _bench_devices(args: argparse.Namespace) -> int:
     import tempfile
 
