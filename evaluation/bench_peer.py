@@ -30,9 +30,11 @@ from typing import Any
 
 from pmc_rag.paths import DEV_QUESTIONS
 
-STOCK_SYSTEM = ("Answer the biomedical question using only the excerpts below. Cite the paper behind each claim "
-                "with its id in square brackets, e.g. [PMC1234567] or [PMID:12345]. If the excerpts do not answer "
-                "the question, say so.")
+# As a team would write it from Haystack's tutorials, asking for citations. No example id: the 0.5B model copies an
+# example such as [PMC1234567] into every answer (seen in a first run of this bench, 2026-11-28).
+STOCK_SYSTEM = ("Answer the biomedical question in one to three sentences, using only the excerpts below. After each "
+                "sentence, cite the paper it comes from by the label in square brackets that starts its excerpt. If "
+                "the excerpts do not answer the question, say so.")
 STOCK_USER = ("{% for document in documents %}[{{ document.meta.source_id }}] {{ document.meta.title }}: "
               "{{ document.content }}\n\n{% endfor %}Question: {{ question }}")
 TOP_K = 5
