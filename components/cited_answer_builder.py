@@ -210,10 +210,15 @@ class CitedAnswerBuilder:
         documents = documents or []
         by_id = by_paper(documents, self.source_id_field)
         removed_claims = removed_claims or []
-        notes = []
+        # Two kinds of note: what the reader should know about this answer (it quotes the papers instead, a subject
+        # no paper speaks of), and an account of the checks (sentences left out, citations repaired, which model
+        # answered). The first kind comes first, so the one line of caveat under the answer is about the answer;
+        # the account is there in full for --explain, the JSON and the page's details (issue 61, item 5).
+        notes: list[str] = []
+        checks: list[str] = []
         claims, cut_off = finished(once(claims or []), replies)
         if cut_off:
-            notes.append("The model's answer was cut off at its length limit: its unfinished last sentence is left "
+            checks.append("The model's answer was cut off at its length limit: its unfinished last sentence is left "
                          "out.")
         claims, left_out, verdict_withheld = self._displayable(question, claims)
         if route == "multi_step" and documents:
@@ -224,7 +229,7 @@ class CitedAnswerBuilder:
         if left_out:
             # Described, not quoted: a sentence left out may be a claim injected into the question, and a note is
             # read as the answer's own words (the JSON's raw_answer has the model's reply as written).
-            notes.append(f"Left out {len(left_out)} sentence(s) of the model's that are not supported findings: " +
+            checks.append(f"Left out {len(left_out)} sentence(s) of the model's that are not supported findings: " +
                          "; ".join(dict.fromkeys(why for _, why in left_out)) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
         quoted = self.quotations.extract_per_part(subqueries, subjects or [], documents) \
@@ -288,7 +293,7 @@ class CitedAnswerBuilder:
         for quoted in key_quoted:  # a paper the model's sentences do not cite (none in practice: it is the one read)
             by_id.setdefault(quoted["cited"][0], [quoted["passage"]])
         if verdict_withheld:
-            notes.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
+            checks.append(f"The model's verdict (\"{verdict_withheld}\") is not shown: no sentence that a source "
                          "supports states it. Read the papers' findings " + ("quoted" if extractive else "cited")
                          + " here instead.")
         if not claims:
@@ -325,19 +330,19 @@ class CitedAnswerBuilder:
         weak = [c for c in claims if c["cited"] and c["support"] is not None and not self._supported(c)]
         attached = sorted({c["number"] for c in citations if c["attached"]})
         if attached:
-            notes.append(f"Citation(s) {', '.join(f'[{n}]' for n in attached)} were added by checking the sentence "
+            checks.append(f"Citation(s) {', '.join(f'[{n}]' for n in attached)} were added by checking the sentence "
                          "against the excerpts: the model did not cite them itself.")
         recited = [c for c in citations if c["recited_from"]]
         if recited:
-            notes.append("Re-cited to the excerpt that supports the claim (the model had cited another paper): " +
+            checks.append("Re-cited to the excerpt that supports the claim (the model had cited another paper): " +
                          "; ".join(f"[{c['number']}] instead of {', '.join(c['recited_from'])}" for c in recited) + ".")
         if removed_claims:
-            notes.append(f"Removed {len(removed_claims)} sentence(s) of the model's that the cited sources "
+            checks.append(f"Removed {len(removed_claims)} sentence(s) of the model's that the cited sources "
                          "contradict or do not speak of: " + "; ".join(dict.fromkeys(
                 f"{r['source_id']}: {_kind_of(r['reason'])}" for r in removed_claims)) +
                          " (the JSON's removed_claims has them).")
         if invalid_citations:
-            notes.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
+            checks.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "
                          f"{', '.join(invalid_citations)}.")
         shortened = sum(1 for d in documents if d.meta.get("sentences_read"))
         if (excerpts_dropped or shortened) and route == "summarise":
@@ -350,7 +355,7 @@ class CitedAnswerBuilder:
                              f" ({'; '.join(str(c['passage'].meta.get('section')) for c in key_quoted)})"
                              if key_quoted else "") + "; each citation names its section.")
         elif excerpts_dropped:
-            notes.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
+            checks.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
         meta = {**(replies[0].meta if replies else {}), **(generator_meta or {})}
         model = meta["model"] if "model" in meta else meta.get("successful_chat_generator_class")
         failed = list(meta.get("failed_chat_generators", []))
@@ -358,7 +363,7 @@ class CitedAnswerBuilder:
             skipped = meta.get("skipped_chat_generators") or []
             why = ("not reachable, or it failed" if not skipped else
                    f"{', '.join(skipped)} skipped: it timed out on a recent question")
-            notes.append(f"Answered by the fallback model {model}: {', '.join(failed)} did not answer ({why}).")
+            checks.append(f"Answered by the fallback model {model}: {', '.join(failed)} did not answer ({why}).")
         answer = Answer(**{
             "question": question,
             "answer": " ".join(s for s in sentences if s),
@@ -379,7 +384,7 @@ class CitedAnswerBuilder:
                 "claims_removed": bool(removed_claims),
                 "fallback_generator": bool(failed and model),
             },
-            "notes": notes,
+            "notes": notes + checks,
             "model": model,
             "failed_generators": failed,
             "usage": meta.get("usage") or {},  # a streaming server may send none

@@ -680,3 +680,15 @@ def test_a_models_answer_that_never_names_what_a_follow_up_asks_about_gives_way_
     # The same model answer stays where it answers the follow-up's own words.
     kept = follow_up("What about GI symptoms in the long term?", model, documents=paper, topic=topic)
     assert kept["answer"].startswith("GES is more effective") and not kept["flags"]["extractive_fallback"]
+
+
+def test_the_first_note_is_about_the_answer_and_the_account_of_the_checks_comes_after():
+    # "What are the side effects of erlotinib?" (2026-11-28): the caveat under the answer said which of the model's
+    # sentences were left out; the reader needs first that the answer quotes the papers instead (issue 61, item 5).
+    quoted = build("Zebra migration patterns changed across savannah regions. Lions rest in the shade [PMC4816447].")
+    assert quoted["flags"]["extractive_fallback"]
+    assert "quotes" in quoted["notes"][0]
+    assert any(note.startswith("Left out 1 sentence(s)") for note in quoted["notes"][1:])
+    from pmc_rag.components.answer import Answer
+
+    assert "quotes" in Answer.model_validate(quoted).caveat()
