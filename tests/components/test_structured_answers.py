@@ -56,3 +56,9 @@ def test_ollama_gets_the_schema_as_its_format_on_a_copy():
         assert ollama.requests[-1]["format"] == kwargs["response_format"]["json_schema"]["schema"]
     other = object()
     assert for_generator(other, kwargs) == (other, kwargs)  # OpenAI-compatible generators take it as it is
+
+
+def test_the_reader_round_trips_and_loads_by_its_type_name():
+    data = StructuredAnswerReader().to_dict()
+    assert data["type"] == "pmc_rag.components.structured_answer_reader.StructuredAnswerReader"
+    assert StructuredAnswerReader.from_dict(data).to_dict() == data
