@@ -8,8 +8,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
+# A temporary folder of this run's own, removed after it. pytest's default (/tmp/pytest-of-<user>/pytest-N) keeps
+# only the three newest runs' folders and deletes older ones when a run starts: a fourth run started meanwhile
+# (another checkout, a quick check) deleted a running suite's PostgreSQL data folder under it (2026-11-28: 70
+# errors, "connection refused"). Give --basetemp yourself to keep the folder.
+BASETEMP=$(mktemp -d -t pmc-rag-tests.XXXXXX)
+trap 'rm -rf "$BASETEMP"' EXIT
+MARKERS=()
 if [ "${1:-}" = "--quick" ]; then
   shift
-  exec .venv/bin/python -m pytest -m "not integration" "$@"
+  MARKERS=(-m "not integration")
 fi
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --basetemp "$BASETEMP" ${MARKERS[@]+"${MARKERS[@]}"} "$@"
