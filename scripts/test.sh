@@ -8,10 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
-# A temporary folder of this run's own, removed after it. pytest's default (/tmp/pytest-of-<user>/pytest-N) keeps
-# only the three newest runs' folders and deletes older ones when a run starts: a fourth run started meanwhile
-# (another checkout, a quick check) deleted a running suite's PostgreSQL data folder under it (2026-11-28: 70
-# errors, "connection refused"). Give --basetemp yourself to keep the folder.
+# A temporary folder of this run's own, removed after it. pytest's default (/tmp/pytest-of-<user>/pytest-N) is
+# shared by every run of the user: it keeps only the three newest runs' folders and deletes older ones when a run
+# starts, so runs started meanwhile (another checkout, a quick check) can delete a running suite's PostgreSQL data
+# folder under it. Give --basetemp yourself to keep the folder.
 BASETEMP=$(mktemp -d -t pmc-rag-tests.XXXXXX)
 trap 'rm -rf "$BASETEMP"' EXIT
 MARKERS=()
