@@ -28,6 +28,8 @@ import statistics
 import time
 from typing import Any
 
+from pmc_rag.evaluation.metrics import nearest_rank
+from pmc_rag.evaluation.plain_questions import says_gold
 from pmc_rag.paths import DEV_QUESTIONS
 
 # As a team would write it from Haystack's tutorials, asking for citations. No example id: the 0.5B model copies an
@@ -38,7 +40,6 @@ STOCK_SYSTEM = ("Answer the biomedical question in one to three sentences, using
 STOCK_USER = ("{% for document in documents %}[{{ document.meta.source_id }}] {{ document.meta.title }}: "
               "{{ document.content }}\n\n{% endfor %}Question: {{ question }}")
 TOP_K = 5
-MIN_GOLD_SHARE = 0.5
 
 
 def stock_pipeline(document_store: Any, generator_settings: dict[str, Any]) -> Any:
@@ -104,34 +105,29 @@ def _cited_ids(text: str) -> list[str]:
     return list(dict.fromkeys(paper_ids(text)))
 
 
-_MARK = re.compile(r"\[[^\]]{1,40}\]")
+# [1] in our answers, [PMC1234567] or [PMID:1] in the stock pipeline's
+CITATION_MARK = re.compile(r"\[[^\]]{1,40}\]")
 
 
 def judged(result: dict[str, Any], gold_paper: str, gold_answer: str, gold_verdict: str | None) -> dict[str, Any]:
-    from pmc_rag.components.citations import canonical_id, content_words
+    from pmc_rag.components.citations import canonical_id
     from pmc_rag.components.section_chunker import split_sentences
 
     shown = {canonical_id(str(s)) for s in result["shown"] if s}
     cited = {canonical_id(str(c)) for c in result["cited"]}
     sentences = [s for s in split_sentences(result["text"]) if len(s.split()) >= 3]
-    gold = [content_words(g) for g in split_sentences(gold_answer or "") if len(content_words(g)) >= 3]
-    said = [content_words(_MARK.sub("", s)) for s in sentences]
     opening = re.match(r"\W*(yes|no)\b", result["text"], re.IGNORECASE)
     return {
         "seconds": result["seconds"],
         "gold_shown": gold_paper in shown,
         "cites_gold": gold_paper in cited,
         "invalid": bool(cited - shown),
-        "uncited_sentences": sum(1 for s in sentences if not _MARK.search(s)),
-        "states_finding": any(len(g & s) >= MIN_GOLD_SHARE * len(g) for g in gold for s in said),
+        "uncited_sentences": sum(1 for s in sentences if not CITATION_MARK.search(s)),
+        "states_finding": says_gold([CITATION_MARK.sub("", s) for s in sentences], split_sentences(gold_answer or "")),
         "wrong_verdict": bool(opening and gold_verdict in ("yes", "no") and opening.group(1).lower() != gold_verdict),
         "not_answered": not sentences,
     }
 
-
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def table(rows: dict[str, list[dict[str, Any]]]) -> str:
@@ -143,7 +139,7 @@ def table(rows: dict[str, list[dict[str, Any]]]) -> str:
         seconds = [r["seconds"] for r in judged_rows]
         shares = {key: f"{sum(r[key] for r in judged_rows) / n:.0%}"
                   for key in ("gold_shown", "cites_gold", "states_finding")}
-        lines.append(f"| {name} | {n} | {statistics.median(seconds):.1f} s | {_percentile(seconds, 0.95):.1f} s | "
+        lines.append(f"| {name} | {n} | {statistics.median(seconds):.1f} s | {nearest_rank(seconds, 0.95):.1f} s | "
                      f"{shares['gold_shown']} | {shares['cites_gold']} | {shares['states_finding']} | "
                      f"{sum(r['invalid'] for r in judged_rows)} | {sum(r['uncited_sentences'] for r in judged_rows)} | "
                      f"{sum(r['wrong_verdict'] for r in judged_rows)} |")

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from pmc_rag.components.cpu_trial import cpu_flags
+from pmc_rag.evaluation.metrics import nearest_rank
 
 WRITING = "writing and checking the answer"
 
@@ -52,10 +53,6 @@ def timed_stream(client: Any, endpoint: str, question: str) -> dict[str, float |
     return seen
 
 
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
 
 def run_benchmark(questions: int = 10, start: int = 400, endpoint: str = "rag") -> int:
     from fastapi.testclient import TestClient
@@ -78,7 +75,7 @@ def run_benchmark(questions: int = 10, start: int = 400, endpoint: str = "rag") 
                   flush=True)
     both = [r for r in rows if r["first_token"] is not None and r["first_sentence"] is not None]
     for name, share in (("p50", 0.5), ("p95", 0.95)):
-        figures = {k: _percentile([r[k] for r in rows if r[k] is not None], share) if any(
+        figures = {k: nearest_rank([r[k] for r in rows if r[k] is not None], share) if any(
             r[k] is not None for r in rows) else float("nan") for k in ("status", "first_token", "first_sentence",
                                                                        "answer")}
         print(f"{name:>3} {figures['status']:>12.2f} {figures['first_token']:>11.2f} "

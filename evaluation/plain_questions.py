@@ -38,17 +38,24 @@ def load(path: Path = DATASET) -> list[dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8"))["questions"]
 
 
+def says_gold(sentences: list[str], gold_sentences: list[str]) -> bool:
+    """One of the sentences (their citation marks taken out by the caller) holds at least half the content words of
+    one of the gold sentences (those of three content words or more)."""
+    from pmc_rag.components.citations import content_words
+
+    gold = [content_words(g) for g in gold_sentences if len(content_words(g)) >= 3]
+    shown = [content_words(s) for s in sentences]
+    return any(len(g & s) >= MIN_GOLD_SHARE * len(g) for g in gold for s in shown)
+
+
 def states_gold(answer: dict[str, Any], gold_paper: str, gold_sentences: list[str]) -> bool:
     """The answer cites the gold paper, and one of its sentences holds at least half the content words of one of
     the gold conclusion's sentences."""
-    from pmc_rag.components.citations import content_words
     from pmc_rag.components.section_chunker import split_sentences
 
     if gold_paper not in {r["source_id"] for r in answer.get("references", [])}:
         return False
-    gold = [content_words(g) for g in gold_sentences if len(content_words(g)) >= 3]
-    shown = [content_words(re.sub(r"\[\d+\]", "", s)) for s in split_sentences(answer.get("answer") or "")]
-    return any(len(g & s) >= MIN_GOLD_SHARE * len(g) for g in gold for s in shown)
+    return says_gold([re.sub(r"\[\d+\]", "", s) for s in split_sentences(answer.get("answer") or "")], gold_sentences)
 
 
 def judged(question: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
