@@ -9,15 +9,16 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer
-from pmc_rag.components.citations import best_sentence, by_paper, canonical_id, content_words, quoted_words
+from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
 from pmc_rag.components.follow_up_asks import asked_for
 from pmc_rag.components.follow_up_query import follow_up_text
 from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_THE_LAST, COMPARED_WITH, COMPARES,
                                                 capitalised, compares_subjects, finished, once,
-                                                others_cited_to_the_first, with_marks, without_section_label)
+                                                others_cited_to_the_first, without_section_label)
 from pmc_rag.components.quotation_chooser import QuotationChooser, cited_papers, follow_up_words
-from pmc_rag.components.references import reference, source_link
+from pmc_rag.components.not_answered import not_answered
+from pmc_rag.components.references import numbered, reference
 from pmc_rag.components.verdict_check import VerdictCheck
 
 
@@ -206,7 +207,7 @@ class CitedAnswerBuilder:
                 subjects: list[str] | None, looked_up: list[str] | None = None,
                 key_findings: list[Document] | None = None) -> dict[str, Any]:
         if unanswered is not None:
-            return self._not_answered(question, unanswered, why_unanswered)
+            return not_answered(question, unanswered, why_unanswered)
         documents = documents or []
         by_id = by_paper(documents, self.source_id_field)
         removed_claims = removed_claims or []
@@ -299,34 +300,16 @@ class CitedAnswerBuilder:
         if not claims:
             # Nothing the sources support and nothing quotable (captions, aims, a few words each): an empty answer
             # would read as a failure, so it says the papers do not answer.
-            return self._not_answered(question, [chunks[0] for chunks in by_id.values()], (
+            return not_answered(question, [chunks[0] for chunks in by_id.values()], (
                 "Neither the model's answer nor any passage shown states a finding that answers this."),
                 model_asked=bool(raw_answer.strip()))
         unaddressed = self._unaddressed(question, claims, topic_question, word_shares) if topic_question else []
         if unaddressed:
             closest = [chunks[0] for chunks in by_id.values()]
-            return self._not_answered(question, closest, (
+            return not_answered(question, closest, (
                 f"The papers under discussion do not answer this: nothing they support compares it with "
                 f"{quoted_words(unaddressed)}."), model_asked=True)
-        numbers: dict[str, int] = {}
-        sentences, citations = [], []
-        for claim in claims:
-            marks = []
-            for source_id in claim["cited"]:
-                number = numbers.setdefault(source_id, len(numbers) + 1)
-                marks.append(f"[{number}]")
-                # The paper's excerpt, and sentence in it, that best supports the claim (a section's key finding
-                # is its own evidence, from a passage the model was not shown).
-                (evidence, _), document = ((claim["text"], 1.0), claim["passage"]) if "passage" in claim else max(
-                    ((best_sentence(claim["text"], d.content or ""), d) for d in by_id[source_id]),
-                    key=lambda pair: pair[0][1])
-                citations.append({"number": number, "source_id": source_id, "chunk_id": document.id,
-                                  "section": document.meta.get("section"),
-                                  "claim": claim["text"], "evidence": evidence, "support": claim["support"],
-                                  "attached": source_id in claim.get("attached", []),
-                                  "recited_from": list(claim.get("recited_from", [])),
-                                  "judgement": claim.get("judgement")})
-            sentences.append(with_marks(claim["text"], marks))
+        sentences, citations, numbers = numbered(claims, by_id)
         weak = [c for c in claims if c["cited"] and c["support"] is not None and not self._supported(c)]
         attached = sorted({c["number"] for c in citations if c["attached"]})
         if attached:
@@ -452,21 +435,6 @@ class CitedAnswerBuilder:
         # background) does not say how erlotinib compares with gefitinib.
         said = content_words(" ".join(c["text"] for c in claims if COMPARES.search(c["text"])))
         return [] if any(content_words(w) <= said for w in new) else new
-
-    @staticmethod
-    def _not_answered(question: str, closest: list[Document], why: str | None,
-                      model_asked: bool = False) -> dict[str, Any]:
-        papers = [{"source_id": d.meta.get("source_id") or d.id, "title": d.meta.get("title"),
-                   "year": d.meta.get("year"), "url": source_link(d.meta), "relevance": d.meta.get("relevance")}
-                  for d in closest]
-        return Answer(question=question, answer="The indexed papers do not answer this question.",
-                      not_answering=papers,
-                      flags={"not_answered": True, "extractive_fallback": False, "weak_support": False},
-                      notes=[(why or "No indexed passage is close enough to the question to answer it.")
-                             + (" Nothing is cited." if model_asked else " No model was asked, and nothing is cited.")
-                             + (" The closest papers, which do not answer it: " +
-                             "; ".join(f"{p['source_id']} ({p['title'] or 'untitled abstract'})" for p in papers) +
-                             "." if papers else "")]).model_dump()
 
     def _supported(self, claim: dict[str, Any]) -> bool:
         if "judgement" in claim:

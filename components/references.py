@@ -14,6 +14,9 @@ from typing import Any
 
 from haystack import Document
 
+from pmc_rag.components.citations import best_sentence
+from pmc_rag.components.model_sentences import with_marks
+
 
 def source_link(meta: dict[str, Any]) -> str | None:
     """The paper's page: PubMed Central, else PubMed, else its DOI; None for a document without one."""
@@ -45,3 +48,30 @@ def reference(number: int, source_id: str, document: Document, citations: list[d
         "uploaded_by": meta.get("uploaded_by"), "claimed_id": meta.get("claimed_id"),
         "evidence_level": meta.get("evidence_level"),
     }
+
+
+def numbered(claims: list[dict[str, Any]], by_id: dict[str, list[Document]]
+             ) -> tuple[list[str], list[dict[str, Any]], dict[str, int]]:
+    """The claims' sentences with their citation marks ("... [1]"), one citation per cited paper of each claim
+    (the paper's excerpt and sentence that best support it), and each cited paper's number, in first-cited order.
+    `by_id`: each paper's excerpts (`citations.by_paper`); a claim with a `passage` is its own evidence."""
+    numbers: dict[str, int] = {}
+    sentences, citations = [], []
+    for claim in claims:
+        marks = []
+        for source_id in claim["cited"]:
+            number = numbers.setdefault(source_id, len(numbers) + 1)
+            marks.append(f"[{number}]")
+            # The paper's excerpt, and sentence in it, that best supports the claim (a section's key finding
+            # is its own evidence, from a passage the model was not shown).
+            (evidence, _), document = ((claim["text"], 1.0), claim["passage"]) if "passage" in claim else max(
+                ((best_sentence(claim["text"], d.content or ""), d) for d in by_id[source_id]),
+                key=lambda pair: pair[0][1])
+            citations.append({"number": number, "source_id": source_id, "chunk_id": document.id,
+                              "section": document.meta.get("section"),
+                              "claim": claim["text"], "evidence": evidence, "support": claim["support"],
+                              "attached": source_id in claim.get("attached", []),
+                              "recited_from": list(claim.get("recited_from", [])),
+                              "judgement": claim.get("judgement")})
+        sentences.append(with_marks(claim["text"], marks))
+    return sentences, citations, numbers
