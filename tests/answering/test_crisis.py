@@ -221,12 +221,16 @@ def test_a_question_that_may_describe_danger_is_answered_with_the_crisis_line_on
     assert not check_crisis("Does lithium prevent suicide in bipolar disorder?").possible
     assert safety_line(check_crisis("Does lithium prevent suicide in bipolar disorder?")) is None
 
-    # the rules' "a person in an emergency topic" is unsure, and the classifier reads this as a question
-    assert patient.possible and "a person in an emergency" in patient.reason
-    line = safety_line(patient)
+    # the rules' "a person in an emergency topic" is unsure, and the classifier reads this as a question far
+    # from every crisis (below 0.3): research, with no crisis line
+    assert not patient.possible and safety_line(patient) is None
+    assert "reads as research" in patient.reason and "a person in an emergency" in patient.reason
+    # possible danger (a wish no rule words, caught by the classifier): the answer, with the line on top
+    assert passive.possible and not passive.crisis
+    line = safety_line(passive)
     assert line and "988" in line and "emergency number" in line
     shown = _with_care_notes({"answer": "Raman spectra of serum told asthma apart [1].", "flags": {}, "notes": [],
-                              "question": "q", "references": []}, "could a simple blood test tell if I have asthma?")
+                              "question": "q", "references": []}, "i'm so tired of existing")
     assert shown["safety"] == line and shown["flags"]["possible_emergency"]
     answer = Answer.model_validate({**shown, "kind": "answer"})
     assert answer.as_text().startswith(line + "\n\nRaman spectra")   # the line first, then the answer
