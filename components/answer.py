@@ -149,6 +149,8 @@ class Source(BaseModel):
     section: str | None = None
     found_by: dict[str, Found] = Field(default_factory=dict)
     in_prompt: bool = False
+    related: bool = Field(False, description="an excerpt of the closest papers, whose findings a not-answered "
+                                             "answer quotes as related (flag `related_findings`)")
 
 
 class Answer(BaseModel):
@@ -182,7 +184,8 @@ class Answer(BaseModel):
                                                                            "shown (removed)")
     not_answering: list[ClosestPaper] = Field(default_factory=list, description=(
         "when the indexed papers do not answer the question (flag `not_answered`): the closest papers found, "
-        "which do not answer it; nothing is cited"))
+        "which do not answer it; nothing is cited, unless flag `related_findings`: then the closest papers' findings "
+        "follow the reply, quoted and cited, labelled as related"))
     web_sources: list[WebSource] = Field(default_factory=list, description=(
         "web pages found when the indexed papers do not answer (a `WebFallback` with a web search set in the "
         "YAML; none by default): listed apart from the references, never cited, with a lower `confidence`"))
@@ -193,7 +196,8 @@ class Answer(BaseModel):
         "`invalid_citations_removed`, `weak_support`, `extractive_fallback`, `context_truncated`, "
         "`citations_attached`, `citations_corrected` (a claim re-cited to the excerpt that supports it), "
         "`claims_removed` (a claim its source contradicts was taken out), `not_answered` (no excerpt was "
-        "relevant enough: the model was not asked), `fallback_generator` (a later generator answered because an earlier one, e.g. "
+        "relevant enough: the model was not asked), `related_findings` (with `not_answered`: the closest papers speak of the "
+        "question's subjects, and their findings are quoted and cited after the reply, labelled as related), `fallback_generator` (a later generator answered because an earlier one, e.g. "
         "Ollama, did not), `local_model_failed` (the local model server crashed, hung or could not start; a note "
         "says why and what to do), `personal_question` (a question about someone's own care: the notes say the answer is "
         "not medical advice), `personal_data_removed` (personal data in the answer's text was redacted), "
@@ -266,7 +270,9 @@ class Answer(BaseModel):
             if ref.evidence:
                 lines.append(f'    "{ref.evidence}"')
         if self.not_answering:
-            lines.append("Closest papers found (they do not answer the question):")
+            lines.append("Closest papers found (they may speak of its subjects, but do not answer the question):"
+                         if self.flags.get("related_findings") else
+                         "Closest papers found (they do not answer the question):")
             lines += [f"- {p.source_id}: {p.title or 'Untitled abstract'}" + (f" {p.url}" if p.url else "")
                       for p in self.not_answering]
         if self.web_sources:

@@ -140,6 +140,7 @@ class CitedAnswerBuilder:
         key_findings: list[Document] | None = None,
         web_results: list[Document] | None = None,
         web_note: str | None = None,
+        related: list[Document] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -178,11 +179,14 @@ class CitedAnswerBuilder:
         :param web_results: From `WebFallback`, when the indexed papers do not answer: web pages, listed apart in
             `web_sources` (never cited), with `web_note` in the notes.
         :param web_note: From `WebFallback`: what was searched on the web, and how to read it.
+        :param related: From `RelevanceGate`, with `unanswered`: the excerpts of the closest papers, which speak of
+            the question's subjects though none was judged to answer it. Their findings are quoted, labelled as
+            related (flag `related_findings`), and the answer stays "not answered".
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
         answer = self._answer(question, documents, claims, removed_claims, invalid_citations, raw_answer,
                               excerpts_dropped, generator_meta, replies, unanswered, why_unanswered, topic_question,
-                              word_shares, route, subqueries, subjects, looked_up, key_findings)
+                              word_shares, route, subqueries, subjects, looked_up, key_findings, related)
         if uncovered and not answer["flags"].get("not_answered"):
             answer["notes"] = [*answer["notes"], (
                 f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
@@ -205,9 +209,15 @@ class CitedAnswerBuilder:
                 unanswered: list[Document] | None, why_unanswered: str | None, topic_question: str | None,
                 word_shares: dict[str, float] | None, route: str | None, subqueries: list[str] | None,
                 subjects: list[str] | None, looked_up: list[str] | None = None,
-                key_findings: list[Document] | None = None) -> dict[str, Any]:
+                key_findings: list[Document] | None = None, related: list[Document] | None = None
+                ) -> dict[str, Any]:
         if unanswered is not None:
-            return not_answered(question, unanswered, why_unanswered)
+            # findings only: a related paper's aim or methods would read as if it answered
+            quoted = self.quotations.quotations(content_words(question) or {""}, set(), related, findings_only=True,
+                                                specific=content_words(" ".join(self._specific_words(word_shares)))
+                                                ) if related else []
+            return not_answered(question, unanswered, why_unanswered, related=quoted,
+                                by_id=by_paper(related or [], self.source_id_field))
         documents = documents or []
         by_id = by_paper(documents, self.source_id_field)
         removed_claims = removed_claims or []

@@ -1,4 +1,5 @@
-"""The answer saying the indexed papers do not answer a question: why, and the closest papers, which are not cited.
+"""The answer saying the indexed papers do not answer a question: why, the closest papers, and, where they speak of
+the question's subjects, their findings quoted and labelled as related.
 
 Usage:
 ```python
@@ -18,22 +19,36 @@ from typing import Any
 from haystack import Document
 
 from pmc_rag.components.answer import Answer
-from pmc_rag.components.references import source_link
+from pmc_rag.components.references import numbered, reference, source_link
 
 NOT_ANSWERED = "The indexed papers do not answer this question."
+RELATED = "The closest findings, which may not answer it:"
 
 
-def not_answered(question: str, closest: list[Document], why: str | None, model_asked: bool = False
+def not_answered(question: str, closest: list[Document], why: str | None, model_asked: bool = False,
+                 related: list[dict[str, Any]] | None = None, by_id: dict[str, list[Document]] | None = None
                  ) -> dict[str, Any]:
     """The answer object (as a dict) for a question the papers do not answer: flag `not_answered`, the closest
-    papers in `not_answering`, and a note saying why, whether a model was asked, and which papers came closest."""
+    papers in `not_answering`, and a note saying why, whether a model was asked, and which papers came closest.
+
+    With `related` (claims quoted from the closest papers' excerpts, `by_id`: each paper's excerpts by citation
+    id), their findings follow the reply, cited, under "The closest findings, which may not answer it:", and the
+    flag `related_findings` is set: the papers speak of the question's subjects, though none was judged to answer
+    it."""
     papers = [{"source_id": d.meta.get("source_id") or d.id, "title": d.meta.get("title"),
                "year": d.meta.get("year"), "url": source_link(d.meta), "relevance": d.meta.get("relevance")}
               for d in closest]
-    return Answer(question=question, answer=NOT_ANSWERED, not_answering=papers,
-                  flags={"not_answered": True, "extractive_fallback": False, "weak_support": False},
-                  notes=[(why or "No indexed passage is close enough to the question to answer it.")
-                         + (" Nothing is cited." if model_asked else " No model was asked, and nothing is cited.")
-                         + (" The closest papers, which do not answer it: " +
-                            "; ".join(f"{p['source_id']} ({p['title'] or 'untitled abstract'})" for p in papers) +
-                            "." if papers else "")]).model_dump()
+    sentences, citations, numbers = numbered(related, by_id or {}) if related else ([], [], {})
+    listed = "; ".join(f"{p['source_id']} ({p['title'] or 'untitled abstract'})" for p in papers)
+    note = (why or "No indexed passage is close enough to the question to answer it.") + (
+        (" No model was asked: the findings shown are the closest papers' own sentences, quoted, which speak of "
+         "the question's subjects but may not answer it.") if sentences else
+        " Nothing is cited." if model_asked else " No model was asked, and nothing is cited.") + (
+        f" The closest papers{'' if sentences else ', which do not answer it'}: {listed}." if papers else "")
+    return Answer(question=question, answer=" ".join([NOT_ANSWERED, RELATED, *sentences]) if sentences
+                  else NOT_ANSWERED, not_answering=papers, citations=citations,
+                  references=[reference(number, source_id, by_id[source_id][0], citations, by_id[source_id])
+                              for source_id, number in numbers.items()] if by_id else [],
+                  flags={"not_answered": True, "extractive_fallback": False, "weak_support": False,
+                         **({"related_findings": True} if sentences else {})},
+                  notes=[note]).model_dump()

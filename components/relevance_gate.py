@@ -86,7 +86,8 @@ class RelevanceGate:
                  min_similarity_with_words_apart: float | None = None, words_together: int | None = 3,
                  words_apart_routes: list[str] | None = None, phrases_together: bool = False,
                  meaning_model: str | None = None, min_word_similarity: float = 0.7, min_word_weight: float = 0.0,
-                 classifier: str | None = None):
+                 classifier: str | None = None, min_similarity_related: float | None = None,
+                 related_papers: int = 2):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -119,6 +120,10 @@ class RelevanceGate:
         :param classifier: A trained gate (`GateClassifier`: a file in `components/resources/` or a path) that
             decides from what the checks measure (`signals`) instead of the thresholds above; a follow-up answered
             from its topic's papers is still judged by the thresholds. None: the thresholds decide.
+        :param min_similarity_related: When a question is turned away, the excerpts of the closest papers whose
+            best passage is at least this close to it (cosine) go to `related`, at most `related_papers` papers:
+            the answer shows their findings, labelled as related, instead of nothing. None: never.
+        :param related_papers: How many papers' excerpts `related` holds at most.
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words)
         if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or (
@@ -141,6 +146,8 @@ class RelevanceGate:
         self.min_word_similarity = min_word_similarity
         self.min_word_weight = min_word_weight
         self.classifier = classifier
+        self.min_similarity_related = min_similarity_related
+        self.related_papers = related_papers
         self._meaning: WordMeaning | None = None
         self._classifier = GateClassifier(_resource(classifier)) if classifier else None
 
@@ -162,13 +169,15 @@ class RelevanceGate:
                                words_together=self.words_together, words_apart_routes=self.words_apart_routes,
                                phrases_together=self.phrases_together, meaning_model=self.meaning_model,
                                min_word_similarity=self.min_word_similarity, min_word_weight=self.min_word_weight,
-                               classifier=self.classifier)
+                               classifier=self.classifier, min_similarity_related=self.min_similarity_related,
+                               related_papers=self.related_papers)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
         return default_from_dict(cls, data)
 
-    @component.output_types(documents=list[Document], unanswered=list[Document], why_unanswered=str)
+    @component.output_types(documents=list[Document], unanswered=list[Document], why_unanswered=str,
+                            related=list[Document])
     def run(self, documents: list[Document], scored: list[Document] | None = None,
             query_embedding: list[float] | None = None, unknown_words: list[str] | None = None,
             topic_question: str | None = None, word_shares: dict[str, float] | None = None,
@@ -192,7 +201,7 @@ class RelevanceGate:
             not the words its search added).
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
-            words.
+            words; with `min_similarity_related`, also `related`: the closest papers' excerpts, when close enough.
         """
         scored = [d for d in scored or [] if d.score is not None]
         best = max((d.score for d in scored), default=None)
@@ -252,7 +261,22 @@ class RelevanceGate:
                    "each about part of the question.")
         else:
             why = "No indexed passage is close enough to the question to answer it."
-        return {"unanswered": closest, "why_unanswered": why}
+        turned_away = {"unanswered": closest, "why_unanswered": why}
+        related = self._related(documents, closest) if self.min_similarity_related is not None else []
+        if related:
+            turned_away["related"] = related
+        return turned_away
+
+    def _related(self, documents: list[Document], closest: list[Document]) -> list[Document]:
+        """The excerpts of the closest papers (at most `related_papers`) whose best passage is within
+        `min_similarity_related` of the question: papers that speak of its subjects, though none was judged to
+        answer it. Their findings are shown as related, so that a reader whose words differ from the papers' is
+        not left with nothing. (Closest by sentence instead chose worse on the tuning questions: single sentences
+        match a question's odd word.)"""
+        papers = by_paper(documents)
+        nearest = [canonical_id(str(d.meta.get("source_id", ""))) for d in closest
+                   if (d.meta.get("relevance") or 0.0) >= (self.min_similarity_related or 0.0)]
+        return [d for source_id in [s for s in nearest if s in papers][:self.related_papers] for d in papers[source_id]]
 
     def measure(self, documents: list[Document], scored: list[Document], best: float,
                 query_embedding: list[float] | None, unknown: list[str], word_shares: dict[str, float],

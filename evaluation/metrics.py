@@ -69,9 +69,11 @@ def _ranking_scores(level: str, ranked: list[Document], gold: list[Document], re
 
 
 def citation_scores(answer: dict[str, Any], gold_source_ids: Sequence[str]) -> dict[str, Any]:
-    """For one answer object: how many citations it displays, how many point at an excerpt the model was shown,
-    whether a gold paper is cited, their mean support, and whether the answer fell back to quoting passages."""
-    shown = {source["source_id"] for source in answer.get("sources", []) if source.get("in_prompt")}
+    """For one answer object: how many citations it displays, how many point at an excerpt the model was shown (or,
+    in an answer the papers do not answer, one of the related papers' excerpts it quotes), whether a gold paper is
+    cited, their mean support, and whether the answer fell back to quoting passages."""
+    shown = {source["source_id"] for source in answer.get("sources", [])
+             if source.get("in_prompt") or source.get("related")}
     citations = answer.get("citations", [])
     supports = [c["support"] for c in citations if c.get("support") is not None]
     return {

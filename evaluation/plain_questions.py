@@ -11,7 +11,10 @@ uploads), and is judged against the gold, never by the component that wrote the 
 - `cites gold`: the answer cites the gold paper;
 - `states gold finding`: it cites the gold paper and one of its sentences holds at least half of the content words
   of one of the gold conclusion's sentences (word stems, `citations.content_words`);
-- `turned away`: "the indexed papers do not answer this question" (flag `not_answered`);
+- `turned away`: "the indexed papers do not answer this question" (flag `not_answered`) with nothing shown;
+- `related only`: not answered, with the closest papers' findings quoted and labelled as related (flag
+  `related_findings`); such an answer counts as stating the gold finding when it quotes it, and the column
+  `of which as related` says how many of those did;
 - `emergency`: answered with the emergency reply (none of these questions is one).
 
 `plain_held_aside` is sealed: its figures are printed, its answers are written to the output file for the record
@@ -60,26 +63,30 @@ def states_gold(answer: dict[str, Any], gold_paper: str, gold_sentences: list[st
 
 def judged(question: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     sources = [s["source_id"] for s in answer.get("sources", []) if s.get("found_by")]
+    flags = answer.get("flags", {})
+    stated = states_gold(answer, question["gold_paper"], question["gold_sentences"])
     return {"id": question["id"], "set": question["set"], "source": question["source"],
             "gold_first": bool(sources) and sources[0] == question["gold_paper"],
             "cites_gold": question["gold_paper"] in {r["source_id"] for r in answer.get("references", [])},
-            "states_gold": states_gold(answer, question["gold_paper"], question["gold_sentences"]),
-            "turned_away": bool(answer.get("flags", {}).get("not_answered")),
+            "states_gold": stated, "states_gold_as_related": stated and bool(flags.get("related_findings")),
+            "turned_away": bool(flags.get("not_answered")) and not flags.get("related_findings"),
+            "related_only": bool(flags.get("related_findings")),
             "emergency": answer.get("kind") == "emergency"}
 
 
-FIGURES = ("gold_first", "cites_gold", "states_gold", "turned_away", "emergency")
+FIGURES = ("gold_first", "cites_gold", "states_gold", "states_gold_as_related", "turned_away", "related_only",
+           "emergency")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| set | source | questions | gold first | cites gold | states gold finding | turned away | emergency |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| set | source | questions | gold first | cites gold | states gold finding | of which as related | "
+             "turned away | related only | emergency |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in SETS:
         for source in ("pubmedqa_abstract", "full_text", "all"):
             part = [r for r in rows if r["set"] == name and source in ("all", r["source"])]
             if not part:
                 continue
-            shares = [f"{sum(r[f] for r in part) / len(part):.0%}" for f in FIGURES[:4]]
+            shares = [f"{sum(r.get(f, False) for r in part) / len(part):.0%}" for f in FIGURES[:6]]
             lines.append(f"| {name} | {source} | {len(part)} | " + " | ".join(shares) +
                          f" | {sum(r['emergency'] for r in part)} |")
     return "\n".join(lines)

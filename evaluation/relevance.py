@@ -57,6 +57,8 @@ def run_relevance(pipelines: list[str | Path], path: str | Path, answerable: lis
             scores = [d.score for d in outputs.get("retrieved_semantic") or [] if d.score is not None]
             records.append({"question": question, "set": group, "kind": kind,
                             "refused": bool(answer["flags"].get("not_answered")),
+                            # refused, the closest papers' findings quoted after the reply, labelled as related
+                            "related": bool(answer["flags"].get("related_findings")),
                             "best_similarity": round(max(scores), 4) if scores else None,
                             "why": answer["notes"][0] if answer["flags"].get("not_answered") else None})
         report["pipelines"][Path(str(target)).stem] = {"summary": summarise_relevance(records), "records": records}
@@ -64,13 +66,14 @@ def run_relevance(pipelines: list[str | Path], path: str | Path, answerable: lis
 
 
 def summarise_relevance(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per set: questions and refusals."""
-    summary: dict[str, dict[str, int]] = defaultdict(lambda: {"questions": 0, "refused": 0})
+    """Per set: questions, refusals, and refusals showing related findings."""
+    summary: dict[str, dict[str, int]] = defaultdict(lambda: {"questions": 0, "refused": 0, "related": 0})
     for record in records:
         for group in (record["set"], f"{record['set']} ({record['kind']})" if record["kind"] else None):
             if group:
                 summary[group]["questions"] += 1
                 summary[group]["refused"] += record["refused"]
+                summary[group]["related"] += record.get("related", False)
     return dict(summary)
 
 
@@ -78,11 +81,13 @@ def relevance_markdown(report: dict[str, Any]) -> str:
     meta = report["meta"]
     lines = [f"Relevance gate: {meta['unanswerable']} unanswerable questions from `{meta['file']}` and "
              f"{meta['answerable']} answerable dev questions, {meta['date']}", "",
-             "| pipeline | set | questions | said 'not answered' | share |", "|---|---|---:|---:|---:|"]
+             "| pipeline | set | questions | said 'not answered' | share | of which with related findings |",
+             "|---|---|---:|---:|---:|---:|"]
     for name, entry in report["pipelines"].items():
         for group, counts in sorted(entry["summary"].items()):
             share = counts["refused"] / counts["questions"] if counts["questions"] else 0
-            lines.append(f"| {name} | {group} | {counts['questions']} | {counts['refused']} | {share:.0%} |")
+            lines.append(f"| {name} | {group} | {counts['questions']} | {counts['refused']} | {share:.0%} | "
+                         f"{counts.get('related', 0)} |")
         missed = [r for r in entry["records"] if r["set"] != ANSWERABLE and not r["refused"]]
         refused = [r for r in entry["records"] if r["set"] == ANSWERABLE and r["refused"]]
         for title, chosen in (("unanswerable but answered", missed), ("answerable but refused", refused)):

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # Haystack (and with it torch) is imported when a pipeline is
 # retriever's list (`retrieved_semantic: semantic.documents`).
 EXCERPTS = "excerpts"
 RETRIEVED_PREFIX = "retrieved_"
+# The closest papers' excerpts an answer quotes as related findings when the papers do not answer the question.
+RELATED = "related"
 
 
 class PipelineError(RuntimeError):

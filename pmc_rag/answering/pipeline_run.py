@@ -28,7 +28,7 @@ from haystack.tracing import Span, Tracer
 from pmc_rag.local_llm.spec import LocalModelError
 
 from pmc_rag.local_llm.supervisor import local_model_server
-from pmc_rag.pipelines import EXCERPTS, RETRIEVED_PREFIX, DeclaredPipeline
+from pmc_rag.pipelines import EXCERPTS, RELATED, RETRIEVED_PREFIX, DeclaredPipeline
 
 _current_timings: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("timings", default=None)
 # (component, output socket, callback): the callback gets the excerpts as soon as that component has chosen them,
@@ -179,26 +179,30 @@ def _note_local_model_trouble(pipeline: DeclaredPipeline, answer: dict[str, Any]
 
 
 def _sources(outputs: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each chunk retrieved or shown to the model, once: ids, rank and score per retriever, whether it was shown.
+    """Each chunk retrieved, shown to the model or quoted as a related finding, once: ids, rank and score per
+    retriever, whether the model was shown it, whether it was one of the related papers' excerpts.
 
     The retrievers are the declared outputs named `retrieved_<name>`; `found_by` uses <name>. Chunks the model saw
     that no retriever returned (neighbours added by context expansion) have no `found_by`.
     """
     shown = outputs.get(EXCERPTS) or []
     in_prompt = {d.id for d in shown}
+    related = outputs.get(RELATED) or []
+    quoted_as_related = {d.id for d in related}
     sources: dict[str, dict[str, Any]] = {}
 
     def entry(document) -> dict[str, Any]:
         return sources.setdefault(document.id, {
             "chunk_id": document.id, "source_id": document.meta.get("source_id"),
-            "section": document.meta.get("section"), "found_by": {}, "in_prompt": document.id in in_prompt})
+            "section": document.meta.get("section"), "found_by": {}, "in_prompt": document.id in in_prompt,
+            "related": document.id in quoted_as_related})
 
     for name, documents in outputs.items():
         if name.startswith(RETRIEVED_PREFIX):
             for rank, document in enumerate(documents or [], start=1):
                 entry(document)["found_by"][name.removeprefix(RETRIEVED_PREFIX)] = {"rank": rank,
                                                                                    "score": document.score}
-    for document in shown:
+    for document in [*shown, *related]:
         entry(document)
     return sorted(sources.values(), key=lambda s: (not s["in_prompt"],
                                                    min((r["rank"] for r in s["found_by"].values()), default=999)))

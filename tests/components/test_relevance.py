@@ -37,6 +37,36 @@ def test_the_not_answered_reply_cites_nothing_and_lists_the_closest_papers():
     assert "do not answer the question" in text and "PMID:7" in text and "References" not in text
 
 
+def test_a_question_turned_away_shows_the_close_papers_findings_labelled_as_related_and_cites_them():
+    gate = RelevanceGate(min_similarity=0.7, closest_papers=3, min_similarity_related=0.4, related_papers=1)
+    conclusion = Document(id="PMC2-c", content="Elective re-siting of intravenous cannulae every 48 hours reduced the "
+                          "incidence of phlebitis.", meta={"source_id": "PMC2", "section": "Conclusions"})
+    aim = Document(id="PMC2-a", content="We studied intravenous cannulae.", meta={"source_id": "PMC2"})
+    far = Document(id="PMC3-a", content="Phlebitis rates in cattle were recorded weekly over a year.",
+                   meta={"source_id": "PMC3", "section": "Results"})
+    held = gate.run(documents=[aim, far, conclusion],
+                    scored=scored(("PMC3", 0.35), ("PMC2", 0.62)))
+    assert "documents" not in held
+    # the papers within 0.4 of the question, closest first, at most related_papers of them, all their excerpts
+    assert [d.id for d in held["related"]] == ["PMC2-a", "PMC2-c"]
+    assert "related" not in RelevanceGate(min_similarity=0.7, min_similarity_related=0.7).run(
+        documents=[aim, conclusion], scored=scored(("PMC2", 0.62)))  # none close enough: nothing related
+    assert "related" not in RelevanceGate(min_similarity=0.7).run(documents=[aim], scored=scored(("PMC2", 0.62)))
+    assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
+
+    answer = Answer.model_validate(CitedAnswerBuilder().run(
+        question="does routinely moving IV cannulas prevent phlebitis?", documents=[],
+        unanswered=held["unanswered"], why_unanswered=held["why_unanswered"], related=held["related"])["answer"])
+    assert answer.flags["not_answered"] and answer.flags["related_findings"]
+    # the finding (never the aim), quoted and cited, after the reply that says the papers do not answer it
+    assert answer.answer == ("The indexed papers do not answer this question. The closest findings, which may not "
+                             "answer it: Elective re-siting of intravenous cannulae every 48 hours reduced the "
+                             "incidence of phlebitis [1].")
+    assert [(c.number, c.source_id, c.chunk_id) for c in answer.citations] == [(1, "PMC2", "PMC2-c")]
+    assert [r.source_id for r in answer.references] == ["PMC2"]
+    assert "may not answer it" in answer.notes[0] and "nothing is cited" not in answer.notes[0]
+
+
 def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_told_which_word():
     gate = RelevanceGate(min_similarity=0.5, min_similarity_with_unknown_words=0.65)
     excerpts = scored(("PMC1", 0.6))

@@ -32,7 +32,15 @@ def test_an_answer_states_the_gold_finding_only_citing_the_gold_paper_with_its_w
     row = judged({"id": "x", "set": "plain_tuning", "source": "full_text", "gold_paper": "PMC4816447",
                   "gold_sentences": GOLD}, away)
     assert row["turned_away"] and not row["cites_gold"] and not row["emergency"]
-    assert "| plain_tuning | full_text | 1 | 0% | 0% | 0% | 100% | 0 |" in table([row])
+    assert "| plain_tuning | full_text | 1 | 0% | 0% | 0% | 0% | 100% | 0% | 0 |" in table([row])
+    related = answer("The indexed papers do not answer this question. The closest findings, which may not answer "
+                     "it: EGFR tyrosine kinase inhibition is a first line treatment of choice for advanced lung "
+                     "adenocarcinoma with an activating EGFR mutation [1].", ["PMC4816447"],
+                     flags={"not_answered": True, "related_findings": True})
+    row = judged({"id": "x", "set": "plain_tuning", "source": "full_text", "gold_paper": "PMC4816447",
+                  "gold_sentences": GOLD}, related)
+    # the finding was shown, labelled as related: not turned away, and counted apart
+    assert row["states_gold"] and row["states_gold_as_related"] and row["related_only"] and not row["turned_away"]
 
 
 def test_directions_are_judged_against_the_gold_verdict_and_shown_only_above_the_threshold():
