@@ -108,6 +108,8 @@ PY
   echo "==> Fast llama.cpp build in $VENV/llama-cpp-fast (used after a trial on this CPU; PMC_RAG_LLAMA_BUILD=portable turns it off)"
 }
 
+STARTED=$SECONDS
+elapsed() { echo "$(( (SECONDS - STARTED) / 60 )) min $(( (SECONDS - STARTED) % 60 )) s"; }
 want=$( (cat pyproject.toml; echo "$LLAMA_WHEELS") | sha256sum | cut -d' ' -f1)
 pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
 if [ "$REBUILD_LLAMA" = 0 ] && [ -x "$VENV/bin/pmc-rag" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
@@ -133,16 +135,41 @@ fi
 
 # llama-cpp-python has no binary wheel on PyPI: it is compiled once per CPU class (about 4 minutes on 2 cores)
 # into a wheel folder named after the target and flags, never taken from pip's cache (which keys a build by
-# version alone, so it would hand back a build made for another CPU).
+# version alone, so it would hand back a build made for another CPU). The compile runs while the other
+# dependencies download and install: pip spends much of that time waiting on the network and the disk.
 if [ "$REBUILD_LLAMA" = 1 ]; then rm -rf "$LLAMA_WHEELS"; fi
-compile_llama "$LLAMA_WHEELS" "$LLAMA_CMAKE_ARGS" "for CPU target $LLAMA_TARGET"
+LLAMA_LOG=$(mktemp -t pmc-rag-llama-build.XXXXXX)
+if ! ls "$LLAMA_WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+  echo "==> Compiling llama-cpp-python $LLAMA_VERSION for CPU target $LLAMA_TARGET in the background (once; several minutes)"
+fi
+compile_llama "$LLAMA_WHEELS" "$LLAMA_CMAKE_ARGS" "for CPU target $LLAMA_TARGET" >"$LLAMA_LOG" 2>&1 &
+compiling=$!
+echo "==> Installing the other dependencies meanwhile ($(elapsed))"
+# every requirement of pyproject.toml and its test extras but llama-cpp-python, which pip would compile again
+"$VENV/bin/python" - > "$LLAMA_LOG.requirements" <<'PY'
+import tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+for requirement in project["dependencies"] + project["optional-dependencies"]["test"]:
+    if not requirement.startswith("llama-cpp-python"):
+        print(requirement)
+PY
+"${pip[@]}" install --quiet -r "$LLAMA_LOG.requirements"
+echo "==> Waiting for the llama-cpp-python build ($(elapsed))"
+if ! wait "$compiling"; then
+  cat "$LLAMA_LOG" >&2
+  echo "llama-cpp-python did not compile (its output is above; kept in $LLAMA_LOG)" >&2
+  exit 1
+fi
+grep -v '^==> Compiling' "$LLAMA_LOG" || true
+rm -f "$LLAMA_LOG" "$LLAMA_LOG.requirements"
 if [ "$(cat "$LLAMA_STAMP" 2>/dev/null)" != "$LLAMA_WHEELS" ]; then
   echo "==> Installing llama-cpp-python $LLAMA_VERSION ($LLAMA_TARGET)"
   "${pip[@]}" install --quiet --no-deps --force-reinstall "$LLAMA_WHEELS"/llama_cpp_python-*.whl
   echo "$LLAMA_WHEELS" > "$LLAMA_STAMP"
 fi
 
-echo "==> Installing pmc-rag and its dependencies (the first time takes several minutes)"
+echo "==> Installing pmc-rag ($(elapsed))"
 "${pip[@]}" install --quiet --editable '.[test]'
 echo "$want" > "$STAMP"
+echo "==> Installed ($(elapsed))"
 if [ "$FAST_LLAMA" = 1 ]; then fast_llama; fi
