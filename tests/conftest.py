@@ -135,6 +135,13 @@ def indexing_pipeline(store: PgvectorDocumentStore) -> Pipeline:
     return Pipeline.loads(indexing_yaml_for(store.table_name), allowed_modules=ALLOWED_MODULES)
 
 
+def passage(id_: str, source: str, text: str, section: str = "Results", score: float | None = None):
+    """An excerpt of paper `source` for a test: its id, text, section and score."""
+    from haystack import Document
+
+    return Document(id=id_, content=text, score=score, meta={"source_id": source, "title": "", "section": section})
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

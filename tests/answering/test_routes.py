@@ -1,5 +1,6 @@
-"""Questions beyond one paper (issue 34): the question router, a named paper read in order, excerpts balanced
-across compared subjects, and pipelines/rag.yml end to end with the embedded model."""
+"""Questions beyond one paper (issue 34): excerpts balanced across compared subjects, comparisons,
+overviews, questions in two steps, the web fallback, and pipelines/rag.yml's routes end to end with the
+embedded model."""
 
 from __future__ import annotations
 
@@ -9,150 +10,17 @@ from haystack import Document
 from pmc_rag.answering.pipeline_run import answer_question
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.excerpt_balance import ExcerptBalance
-from pmc_rag.components.paper_reader import PaperReader
-from pmc_rag.components.question_router import QuestionRouter, compared_subjects, question_parts
+from pmc_rag.components.question_router import QuestionRouter
 from pmc_rag.components.relevance_gate import RelevanceGate
 from pmc_rag.pipelines import load_declared_pipeline
 
-from conftest import LOCAL_BASE_URL, make_store, pipeline_file_for
-
-
-@pytest.mark.parametrize("question, route, paper", [
-    ("Summarise PMC4816447", "summarise", "PMC4816447"),
-    ("What does PMID 27032107 report?", "summarise", "PMID:27032107"),
-    ("summary of doi:10.1371/journal.pone.0147599", "summarise", "doi:10.1371/journal.pone.0147599"),
-    ("Give me a summary of 10.1371/journal.pmed.1001473", "summarise", "doi:10.1371/journal.pmed.1001473"),
-    ("Summarize the FIELT trial.", "summarise", "FIELT"),
-    ("Briefly, what did the paper on EGFR exon 20 insertions and osimertinib find?", "summarise",
-     "EGFR exon 20 insertions and osimertinib"),
-    # what is asked for ("the key results of the ...") is not the paper's name
-    ("What were the key results of the meta-analysis of p16INK4a in vulvar cancer?", "summarise",
-     "p16INK4a in vulvar cancer"),
-    ("What are the main findings of the paper on life expectancies in South Africa?", "summarise",
-     "life expectancies in South Africa"),
-    ("Outline the methods and results of the ACE I/D polymorphism and preeclampsia meta-analysis", "summarise",
-     "ACE I/D polymorphism and preeclampsia"),
-    ("Erlotinib vs osimertinib in EGFR-mutant lung cancer", "compare", None),
-    ("Do the papers agree on whether smoking affects depression?", "compare", None),
-    ("What is known about tuberculosis?", "overview", None),
-    ("Summarise the evidence on vitamin D", "overview", None),
-    ("Is the OHIP-NL reliable and is it valid?", "several", None),
-    ("Does acupuncture help depression? What about counselling?", "several", None),
-    ("Which drug did the FIELT trial test, and what do other papers report about that drug?", "multi_step", None),
-    ("Does ketamine reduce suicidal ideation?", "single", None),
-    ("How is status epilepticus treated?", "single", None),
-])
-def test_the_rules_route_each_kind_of_question(question, route, paper):
-    result = QuestionRouter(exemplars="").run(question=question)
-    assert (result["route"], result.get("paper")) == (route, paper)
-    assert result["route_layer"] == ("default" if route == "single" else "rule")
-    # A summary request, or a question in two steps that names its paper, searches nothing first: the retrievers
-    # get no question.
-    assert ("search_question" in result) == (route != "summarise" and "step_paper" not in result)
-
-
-def test_subjects_and_parts_become_one_search_each():
-    router = QuestionRouter(exemplars="")
-    compare = router.run(question="How does erlotinib compare with osimertinib in EGFR-mutant lung cancer?")
-    assert compare["subjects"] == ["erlotinib", "osimertinib"]
-    assert [q.split()[0] for q in compare["subqueries"]] == ["erlotinib", "osimertinib"]
-    assert all("EGFR-mutant" in q for q in compare["subqueries"])  # what is compared goes with each subject
-    assert compared_subjects("Which works better for depression in primary care: acupuncture, counselling or "
-                             "usual care?") == ["acupuncture", "counselling", "usual care"]
-    assert compared_subjects("What is the difference between MRI and ultrasound in diagnosis?") == ["MRI",
-                                                                                                   "ultrasound"]
-    assert compared_subjects("Is the outcome after stroke worse for women than for men?") == ["women", "men"]
-    choice = router.run(question="Insulin or metformin in gestational diabetes - what does the evidence say?")
-    assert choice["route"] == "compare" and choice["subjects"][:2] == ["Insulin", "metformin"]
-    # A yes/no question about two factors asks one thing (PubMedQA; it had been read as "Does either obesity"
-    # against "OSA severity influence the", and the answer came back empty).
-    for one_question in ("Does either obesity or OSA severity influence the response of autotitrating CPAP machines?",
-                         "Is either smoking or obesity associated with late graft failure?"):
-        assert router.run(question=one_question)["route"] == "single", one_question
-    several = router.run(question="1) Is the OHIP-NL reliable? 2) Which items were translated?")
-    assert several["subqueries"] == ["Is the OHIP-NL reliable?", "Which items were translated?"]
-    assert question_parts("Does erlotinib prolong survival in lung cancer?") == [
-        "Does erlotinib prolong survival in lung cancer?"]
-
-
-def test_a_study_title_then_its_yes_no_question_takes_the_single_path():
-    """PubMedQA-style "<title>: <yes/no question>?" asks one study's finding; the comparison in the title is between
-    that study's arms. By the compare route, "Inpatient versus outpatient management of neutropenic fever ..."
-    quoted a tonsillectomy paper for "Inpatient"."""
-    router = QuestionRouter(exemplars="")
-    for titled in ("Inpatient versus outpatient management of neutropenic fever in gynecologic oncology patients: "
-                   "is risk stratification useful?",
-                   "Cold knife conization vs. LEEP. Are they the same procedure?",
-                   "Biomechanical and wound healing characteristics of corneas after excimer laser keratorefractive "
-                   "surgery: is there a difference between advanced surface ablation and sub-Bowman's "
-                   "keratomileusis?"):
-        result = router.run(question=titled)
-        assert (result["route"], result["route_layer"]) == ("single", "rule"), titled
-    # Comparisons that are not a title and its question stay comparisons.
-    for comparison in ("Erlotinib vs osimertinib in EGFR-mutant NSCLC: which works better?",
-                       "Smoking and depression: do the papers agree on it?",
-                       "Is laparoscopic better than open surgery in colorectal cancer?",
-                       "How does erlotinib compare with osimertinib in EGFR-mutant lung cancer?"):
-        assert router.run(question=comparison)["route"] == "compare", comparison
-
-
-def test_a_route_left_out_of_the_yaml_takes_the_single_path():
-    router = QuestionRouter(routes=["summarise"], exemplars="")
-    result = router.run(question="Erlotinib vs gefitinib", query_embedding=[0.1, 0.2])
-    assert result["route"] == "single" and result["route_layer"] == "rule, route off"
-    assert result["search_question"] == "Erlotinib vs gefitinib"
-    with pytest.raises(ValueError, match="unknown routes \\['summarize'\\]"):
-        QuestionRouter(routes=["summarize"])
-
-
-def test_the_router_on_its_held_aside_questions():
-    """The labelled set's held-aside quarter (never an exemplar, never used to write a rule): measured, not
-    assumed. `pmc-rag eval --routes` reports the same per kind."""
-    from pmc_rag.evaluation.routes import run_routes
-
-    report = run_routes(progress=False)
-    aside = report["counts"]["held_aside"]["rules + exemplars"]
-    right, total = sum(t["right"] for t in aside.values()), sum(t["of"] for t in aside.values())
-    assert total >= 50 and right / total >= 0.9
-    dev = report["counts"]["dev"]["rules + exemplars"]
-    assert sum(t["of"] for t in dev.values()) + total >= 200
-    # PubMedQA's questions each ask for one finding: few may take another path (2 of 500, both by a compare rule;
-    # 12 before a study's title and its yes/no question took the single path).
-    single = report["single_findings"]
-    assert single["questions"] == 500 and len(single["elsewhere"]) <= 5
-
-
-def test_the_exemplars_are_embedded_once_then_read_back_and_embedded_again_when_damaged(tmp_path, monkeypatch):
-    from pmc_rag.components import onnx_text_embedder
-
-    monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path / "home"))
-    first = QuestionRouter()
-    first.warm_up()
-    [saved] = (tmp_path / "home" / "models" / "router").glob("exemplars-*.npy")
-
-    def no_embedding(*args, **kwargs):
-        raise AssertionError("the saved exemplar vectors should have been read")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(onnx_text_embedder, "OnnxTextEmbedder", no_embedding)
-        second = QuestionRouter()
-        second.warm_up()
-    assert (second._vectors == first._vectors).all() and second._kinds == first._kinds
-
-    saved.write_bytes(saved.read_bytes()[:100])  # cut short
-    third = QuestionRouter()
-    third.warm_up()
-    assert abs(third._vectors - first._vectors).max() < 1e-6 and saved.stat().st_size > 100
-
-
-def _doc(id_, source, text, section="Results", score=None):
-    return Document(id=id_, content=text, score=score, meta={"source_id": source, "title": "", "section": section})
+from conftest import passage, LOCAL_BASE_URL, pipeline_file_for
 
 
 def test_each_compared_subject_gets_its_own_evidence_first_and_a_missing_one_is_named():
-    ranked = [_doc("a1", "PMC1", "Erlotinib improved survival."), _doc("a2", "PMC1", "Erlotinib was tolerated."),
-              _doc("a3", "PMC1", "Rash occurred with erlotinib.")]
-    candidates = [_doc("b1", "PMC2", "Osimertinib was active in exon 20 insertions.")]
+    ranked = [passage("a1", "PMC1", "Erlotinib improved survival."), passage("a2", "PMC1", "Erlotinib was tolerated."),
+              passage("a3", "PMC1", "Rash occurred with erlotinib.")]
+    candidates = [passage("b1", "PMC2", "Osimertinib was active in exon 20 insertions.")]
     result = ExcerptBalance(top_k=3).run(documents=ranked, route="compare", subjects=["erlotinib", "osimertinib",
                                                                                       "afatinib"],
                                          subqueries=["erlotinib x", "osimertinib x", "afatinib x"],
@@ -169,25 +37,25 @@ def test_each_compared_subject_gets_its_own_evidence_first_and_a_missing_one_is_
 def test_the_subject_fewest_papers_name_chooses_first_so_the_other_can_come_from_another_paper():
     # "men" is named in one paper only; "women" in two. Chosen in the question's order, "women" would take the
     # only passage of PMC1 ranked first and leave "men" a second passage of the same paper.
-    ranked = [_doc("p1a", "PMC1", "Women and men recovered alike after stroke."),
-              _doc("p1b", "PMC1", "Men had more recurrent strokes after discharge."),
-              _doc("p2", "PMC2", "Women had worse functional outcomes after stroke.")]
+    ranked = [passage("p1a", "PMC1", "Women and men recovered alike after stroke."),
+              passage("p1b", "PMC1", "Men had more recurrent strokes after discharge."),
+              passage("p2", "PMC2", "Women had worse functional outcomes after stroke.")]
     result = ExcerptBalance(top_k=3).run(documents=ranked, route="compare", subjects=["women", "men"],
                                          subqueries=["women stroke outcome", "men stroke outcome"])
     assert result["covering"] == ["p2", "p1a"]
     # Both subjects named by one paper only: another paper's finding on one of them is added when there is one.
     # (A finding of the same paper goes before another paper's background, so that is added after them.)
-    others = [_doc("p3", "PMC3", "Men smoked more often than controls.", section="Background"),
-              _doc("p4", "PMC4", "Men who had a stroke smoked more often than controls.", section="Background")]
+    others = [passage("p3", "PMC3", "Men smoked more often than controls.", section="Background"),
+              passage("p4", "PMC4", "Men who had a stroke smoked more often than controls.", section="Background")]
     spread = ExcerptBalance(top_k=3).run(documents=ranked[:2], route="compare", subjects=["women", "men"],
                                          subqueries=["women stroke", "men stroke"], candidates=others)
     assert spread["covering"] == ["p1a", "p1b", "p4"]  # p4: on the question's topic (stroke)
 
 
 def test_a_subject_s_passage_on_another_topic_gives_way_to_one_on_the_question_s_topic():
-    ranked = [_doc("homes", "PMC1", "Nurses in nursing homes reported high workload."),
-              _doc("bp", "PMC2", "Nurses measured blood pressure as accurately as physicians."),
-              _doc("md", "PMC3", "Physicians overestimated blood pressure in one in five visits.")]
+    ranked = [passage("homes", "PMC1", "Nurses in nursing homes reported high workload."),
+              passage("bp", "PMC2", "Nurses measured blood pressure as accurately as physicians."),
+              passage("md", "PMC3", "Physicians overestimated blood pressure in one in five visits.")]
     result = ExcerptBalance(top_k=3).run(documents=ranked, route="compare", subjects=["nurses", "physicians"],
                                          subqueries=["nurses blood pressure", "physicians blood pressure"])
     assert result["covering"][0] == "bp"
@@ -202,184 +70,9 @@ def test_a_subject_s_passage_on_another_topic_gives_way_to_one_on_the_question_s
 
 def test_the_gate_keeps_an_excerpt_chosen_for_a_subject_however_far_below_the_best():
     gate = RelevanceGate(min_similarity=0.5, max_gap=0.1)
-    excerpts = [_doc("a", "PMC1", "x", score=0.8), _doc("b", "PMC2", "y", score=0.55)]
+    excerpts = [passage("a", "PMC1", "x", score=0.8), passage("b", "PMC2", "y", score=0.55)]
     assert [d.id for d in gate.run(documents=excerpts, scored=excerpts)["documents"]] == ["a"]
     assert [d.id for d in gate.run(documents=excerpts, scored=excerpts, covering=["b"])["documents"]] == ["a", "b"]
-
-
-@pytest.fixture(scope="module")
-def sample_store(pmc_sample_table):
-    return make_store(pmc_sample_table)
-
-
-@pytest.mark.parametrize("paper", ["PMC4816447", "PMID:27032107", "doi:10.1371/journal.pone.0147599", "FIELT",
-                                   "First-Line Erlotinib in Advanced Non-Small Cell Lung Cancer"])
-def test_a_named_paper_is_read_in_its_own_order_within_the_budget(sample_store, paper):
-    result = PaperReader(document_store=sample_store, max_tokens=2000, max_excerpts=8).run(paper=paper)
-    chunks = result["documents"]
-    assert {d.meta["source_id"] for d in chunks} == {"PMC4816447"}
-    order = [d.meta["chunk_index"] for d in chunks]
-    assert order == sorted(order) and 2 <= len(chunks) <= 8
-    assert chunks[0].meta["section"].startswith("Abstract")
-    assert not any(d.meta.get("section_kind") == "caption" for d in chunks)  # a caption is not a finding
-    assert sum(len(d.content) / 3.0 + 40 for d in chunks) <= 2000
-    assert result["excerpts_dropped"] > 10  # a full-text paper does not fit: the rest is counted
-
-
-def test_a_long_paper_condensed_to_its_findings_sentences_is_read_across_more_sections(sample_store):
-    """The map step of a map-reduce summary, without the model: each passage outside the abstract keeps its
-    findings sentences, so more of the paper fits; what is read is the paper's own text, and the chunk ids stay
-    the real ones, so citations still point at the passage."""
-    from pmc_rag.components.section_chunker import split_sentences
-
-    whole = PaperReader(document_store=sample_store, max_tokens=2000, max_excerpts=16).run(paper="PMC4816447")
-    condensed = PaperReader(document_store=sample_store, max_tokens=2000, max_excerpts=16,
-                            sentences_per_passage=2).run(paper="PMC4816447")
-    read = condensed["documents"]
-    sections = {d.meta["section"] for d in read}
-    assert len(read) > len(whole["documents"]) and condensed["excerpts_dropped"] < whole["excerpts_dropped"]
-    # Sections with their subsections ("Results / Efficacy"): which top-level sections fit depends on the packing
-    # (the results' further passages come before the discussion's first).
-    assert len(sections) > len({d.meta["section"] for d in whole["documents"]})
-    originals = {d.id: d for d in sample_store.filter_documents(
-        {"field": "meta.source_id", "operator": "==", "value": "PMC4816447"})}
-    shortened = [d for d in read if d.meta.get("sentences_read")]
-    assert shortened and all(d.meta.get("section_kind") != "abstract" for d in shortened)
-    for document in shortened:
-        sentences = split_sentences(document.content)
-        assert len(sentences) <= 2 and all(s in originals[document.id].content for s in sentences)
-    assert [d.meta["chunk_index"] for d in read] == sorted(d.meta["chunk_index"] for d in read)
-    with pytest.raises(ValueError, match="sentences_per_passage must be 0"):
-        PaperReader(document_store=sample_store, sentences_per_passage=-1)
-
-
-def test_each_unread_section_of_a_long_paper_gives_its_key_finding_the_paper_s_own_sentence(sample_store):
-    """The map step of a long paper's summary: what the model did not read gives one finding per section, a
-    conclusion, a result and a discussion first; each is a sentence of its passage, keeping its id and section."""
-    from pmc_rag.components.section_key_findings import SectionKeyFindings
-
-    read = PaperReader(document_store=sample_store, max_tokens=2000, max_excerpts=8).run(paper="PMC4816447")
-    assert len(read["unread"]) == read["excerpts_dropped"] > 10
-    assert not {d.id for d in read["unread"]} & {d.id for d in read["documents"]}
-    found = SectionKeyFindings(max_sections=4).run(unread=read["unread"], read=read["documents"])["documents"]
-    passages = {d.id: d for d in read["unread"]}
-    assert 1 <= len(found) <= 4
-    assert [passages[d.id].meta["chunk_index"] for d in found] == sorted(
-        passages[d.id].meta["chunk_index"] for d in found)  # the paper's order
-    for finding in found:
-        assert finding.content in " ".join(passages[finding.id].content.split())
-        assert finding.meta["section"] == passages[finding.id].meta["section"]
-        assert finding.meta["section"] not in {d.meta["section"] for d in read["documents"]}
-    assert {d.meta["section"].split(" / ")[0] for d in found} >= {"Discussion"}  # not results only
-    assert SectionKeyFindings(max_sections=0).run(unread=read["unread"])["documents"] == []
-
-
-def test_a_section_s_key_finding_is_a_result_never_an_aim_a_method_or_an_introduction():
-    from pmc_rag.components.section_key_findings import SectionKeyFindings
-
-    unread = [_doc("i", "PMC1", "Lung cancer is the leading cause of cancer death in the world today.", "Introduction"),
-              _doc("m", "PMC1", "Patients were randomised to erlotinib or to chemotherapy in a one to one ratio.",
-                   "Methods"),
-              _doc("r1", "PMC1", "Table 2 shows the baseline characteristics of all enrolled patients. Median "
-                                 "progression-free survival was 11 months with erlotinib and 5 months with "
-                                 "chemotherapy.", "Results / Efficacy"),
-              _doc("r2", "PMC1", "Rash was the most common adverse event and was mostly mild in our patients.",
-                   "Results / Safety"),
-              _doc("d", "PMC1", "The aim of this study was to confirm these results in Caucasian patients.",
-                   "Discussion")]
-    found = SectionKeyFindings(max_sections=1).run(unread=unread)["documents"]
-    assert [(d.id, d.content) for d in found] == [
-        ("r1", "Median progression-free survival was 11 months with erlotinib and 5 months with chemotherapy.")]
-    assert [d.id for d in SectionKeyFindings().run(unread=unread)["documents"]] == ["r1", "r2"]
-    # In a discussion: what others found or what is known is not this paper's finding, nor is a sentence whose
-    # table reference was cut out; the paper's own result comes first.
-    discussion = _doc("d2", "PMC1", "Similar results have been reported with afatinib in the LUX-Lung 3 study. "
-                                    "Unadjusted mean scores for all 46 patients at each visit are presented in and. "
-                                    "Rash occurred in 80% of patients, as in earlier erlotinib trials. "
-                                    "In this trial we found that erlotinib doubled progression-free survival.",
-                      "Discussion")
-    assert SectionKeyFindings().run(unread=[discussion])["documents"][0].content == (
-        "In this trial we found that erlotinib doubled progression-free survival.")
-    data = SectionKeyFindings(max_sections=2, min_words=6).to_dict()
-    assert SectionKeyFindings.from_dict(data).to_dict() == data and data["init_parameters"]["max_sections"] == 2
-    with pytest.raises(ValueError, match="max_sections must be 0"):
-        SectionKeyFindings(max_sections=-1)
-
-
-def test_a_summary_quotes_the_key_findings_after_the_model_s_sentences_cited_with_their_own_sections():
-    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
-
-    read = [_doc("abs", "PMC1", "Erlotinib was given first line to 46 patients with EGFR mutations.", "Abstract")]
-    key = [_doc("saf", "PMC1", "Rash was the most common adverse event and was mostly mild.", "Results / Safety")]
-    claim = {"text": "Erlotinib was given first line to 46 patients with EGFR mutations", "cited": ["PMC1"],
-             "support": 1.0, "attached": [], "judgement": "supported"}
-    answer = CitedAnswerBuilder().run(question="Summarise PMC1", documents=read, claims=[claim], raw_answer="x [1]",
-                                      route="summarise", excerpts_dropped=5, key_findings=key)["answer"]
-    assert answer["answer"].endswith("Rash was the most common adverse event and was mostly mild. [1]") or \
-        answer["answer"].endswith("Rash was the most common adverse event and was mostly mild [1].")
-    assert [(c["section"], c["chunk_id"]) for c in answer["citations"]] == [("Abstract", "abs"),
-                                                                             ("Results / Safety", "saf")]
-    assert any("the key finding of 1 section(s) it did not read is quoted (Results / Safety)" in note
-               for note in answer["notes"])
-    # Not answered stays not answered: nothing is quoted into it.
-    gone = CitedAnswerBuilder().run(question="Summarise PMC1", unanswered=[], key_findings=key)["answer"]
-    assert gone["flags"]["not_answered"] and not gone["citations"]
-
-
-def test_a_paper_that_is_not_indexed_is_not_answered_and_says_what_was_looked_for(sample_store):
-    reader = PaperReader(document_store=sample_store)
-    missing = reader.run(paper="PMC1")
-    assert "documents" not in missing and "No indexed paper is 'PMC1'" in missing["why_unanswered"]
-    unknown = reader.run(paper="unicorn horn regrowth")
-    assert "documents" not in unknown and "title matches 'unicorn horn regrowth'" in unknown["why_unanswered"]
-
-
-def test_paper_reader_and_follow_up_search_serialization_round_trip(sample_store):
-    from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
-    from pmc_rag.components.follow_up_search import FollowUpSearch
-
-    data = PaperReader(document_store=sample_store, max_tokens=1500, sentences_per_passage=2).to_dict()
-    assert PaperReader.from_dict(data).to_dict() == data
-    data = FollowUpSearch(retriever=PgvectorBM25Retriever(document_store=sample_store, top_k=2),
-                          max_searches=3).to_dict()
-    assert FollowUpSearch.from_dict(data).to_dict() == data
-
-
-def test_chunks_by_id_round_trips(sample_store):
-    from pmc_rag.components.chunks_by_id import ChunksById
-
-    data = ChunksById(document_store=sample_store, max_chunks=3).to_dict()
-    assert ChunksById.from_dict(data).to_dict() == data and data["init_parameters"]["max_chunks"] == 3
-
-
-def test_a_paper_found_by_its_methods_also_gives_its_conclusion(sample_store):
-    from pmc_rag.components.paper_findings import PaperFindings
-
-    chunks = sample_store.filter_documents({"field": "meta.source_id", "operator": "==", "value": "PMC4816447"})
-    methods = next(d for d in chunks if "Methods" in str(d.meta.get("section")))
-    findings = PaperFindings(document_store=sample_store)
-    added = findings.run(documents=[methods])["documents"]
-    assert added[0].id == methods.id and len(added) == 2
-    assert added[1].meta["source_id"] == "PMC4816447" and "onclu" in added[1].meta["section"]
-    # A paper already shown by a finding gets nothing more.
-    assert findings.run(documents=[added[1]])["documents"] == [added[1]]
-    assert findings.run(documents=[])["documents"] == []
-    data = PaperFindings(document_store=sample_store, max_papers=3, missing="conclusion").to_dict()
-    assert PaperFindings.from_dict(data).to_dict() == data and data["init_parameters"]["missing"] == "conclusion"
-
-
-def test_a_paper_found_by_its_results_gets_its_conclusion_when_asked_for(sample_store):
-    from pmc_rag.components.paper_findings import PaperFindings
-
-    chunks = sample_store.filter_documents({"field": "meta.source_id", "operator": "==", "value": "PMC4816447"})
-    safety = next(d for d in chunks if d.meta.get("section") == "Results / Safety")
-    # By default a results chunk is a finding enough; asked for the conclusion, the paper's own summary is added.
-    assert PaperFindings(document_store=sample_store).run(documents=[safety])["documents"] == [safety]
-    added = PaperFindings(document_store=sample_store, missing="conclusion").run(documents=[safety])["documents"]
-    assert [d.id for d in added[:1]] == [safety.id] and len(added) == 2
-    assert added[1].meta["section"] == "Abstract: Conclusion" and added[1].meta["source_id"] == "PMC4816447"
-    with pytest.raises(ValueError, match="missing must be one of"):
-        PaperFindings(document_store=sample_store, missing="results")
 
 
 @pytest.fixture(scope="module")
@@ -475,8 +168,8 @@ def test_a_comparison_shows_both_sides_when_its_excerpts_hold_both():
     from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 
     excerpts = [
-        _doc("a", "PMC1", "Erlotinib improved progression-free survival to 11 months in EGFR-mutant patients."),
-        _doc("b", "PMC2", "Osimertinib achieved a response rate of 25% in patients with exon 20 insertions.")]
+        passage("a", "PMC1", "Erlotinib improved progression-free survival to 11 months in EGFR-mutant patients."),
+        passage("b", "PMC2", "Osimertinib achieved a response rate of 25% in patients with exon 20 insertions.")]
     routed = {"route": "compare", "subjects": ["erlotinib", "osimertinib"],
               "subqueries": ["erlotinib EGFR-mutant lung cancer", "osimertinib EGFR-mutant lung cancer"]}
     question = "How does erlotinib compare with osimertinib in EGFR-mutant lung cancer?"
@@ -498,9 +191,9 @@ def test_a_quoted_comparison_shows_each_paper_s_own_finding_never_the_model_s_se
     from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 
     excerpts = [
-        _doc("a", "PMC1", "Women had worse functional outcomes than men three months after stroke."),
-        _doc("b", "PMC2", "Men had more recurrent strokes than women in the first year."),
-        _doc("c", "PMC2", "To compare outcomes of men and women after stroke.", section="Introduction")]
+        passage("a", "PMC1", "Women had worse functional outcomes than men three months after stroke."),
+        passage("b", "PMC2", "Men had more recurrent strokes than women in the first year."),
+        passage("c", "PMC2", "To compare outcomes of men and women after stroke.", section="Introduction")]
     routed = {"route": "compare", "subjects": ["women", "men"],
               "subqueries": ["women outcome after stroke", "men outcome after stroke"]}
     question = "Is the outcome after stroke worse for women than for men?"
@@ -573,9 +266,9 @@ class FakeTextRetriever:
 def test_a_question_in_two_steps_searches_again_for_what_the_first_results_name_and_stops():
     from pmc_rag.components.follow_up_search import FollowUpSearch
 
-    first = [_doc("f1", "PMC1", "The FIELT trial treated 46 patients with erlotinib; erlotinib was tolerated.")]
-    others = [_doc("o1", "PMID:2", "Erlotinib caused rash in most patients."),
-              _doc("o2", "PMID:3", "Gefitinib and erlotinib were compared.")]
+    first = [passage("f1", "PMC1", "The FIELT trial treated 46 patients with erlotinib; erlotinib was tolerated.")]
+    others = [passage("o1", "PMID:2", "Erlotinib caused rash in most patients."),
+              passage("o2", "PMID:3", "Gefitinib and erlotinib were compared.")]
     retriever = FakeTextRetriever(first + others)
     question = "Which drug did the FIELT trial test, and what do other papers report about that drug?"
     search = FollowUpSearch(retriever=retriever, max_searches=3, time_budget_s=5)
@@ -644,7 +337,7 @@ def test_the_web_fallback_is_offline_by_default_labels_what_a_web_search_finds_a
 
     from pmc_rag.components.web_fallback import WebFallback
 
-    closest = [_doc("a", "PMC1", "A wrist fracture trial.")]
+    closest = [passage("a", "PMC1", "A wrist fracture trial.")]
     assert WebFallback().run(question="q", unanswered=closest) == {"web_results": [], "web_note": ""}
     search = FakeWebSearch(pages=5)
     found = WebFallback(web_search=search, top_k=3, confidence=0.2).run(question="vitamin C in sepsis",
@@ -711,8 +404,8 @@ def test_the_evaluation_counts_the_sentences_shown_cited_and_copied_from_a_cited
 def test_a_two_step_answer_citing_one_paper_gets_another_paper_s_finding_on_what_was_looked_up():
     from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 
-    excerpts = [_doc("f1", "PMC1", "The FIELT trial treated 46 patients with erlotinib and met its endpoint."),
-                _doc("o1", "PMID:2", "Erlotinib caused rash in 80% of patients in this cohort.")]
+    excerpts = [passage("f1", "PMC1", "The FIELT trial treated 46 patients with erlotinib and met its endpoint."),
+                passage("o1", "PMID:2", "Erlotinib caused rash in 80% of patients in this cohort.")]
     claim = {"text": "The FIELT trial treated 46 patients with erlotinib and met its endpoint", "cited": ["PMC1"],
              "support": 1.0, "attached": [], "judgement": "supported"}
     question = "Which drug did the FIELT trial test, and what do other papers report about that drug?"
@@ -739,23 +432,14 @@ def test_a_two_step_question_names_its_paper_to_read_or_is_searched_for_its_firs
     assert unnamed["search_question"] == "Which enzyme family does MmPPOX inhibit" and "step_paper" not in unnamed
 
 
-def test_a_named_paper_that_is_not_indexed_is_searched_for_instead(sample_store):
-    reader = PaperReader(document_store=sample_store, max_tokens=1200, max_excerpts=4)
-    question = "Which GLP-1 agonist did the STEP 1 trial test"
-    assert reader.run(paper="STEP 1", otherwise_search=question) == {"search_question": question}
-    found = reader.run(paper="FIELT", otherwise_search="Which drug did the FIELT trial test")
-    assert found["paper_id"] == "PMC4816447" and 0 < len(found["documents"]) <= 4
-    assert "search_question" not in found
-
-
 def test_a_follow_up_tries_the_next_name_when_no_other_paper_has_one_and_keeps_to_the_kind_asked():
     from pmc_rag.components.follow_up_search import FollowUpSearch
 
-    read = [_doc("f1", "PMC1", "EGFRex20ins mutations were found in 12 patients. EGFRex20ins mutations responded "
-                               "to osimertinib, as did common EGFR mutations.")]
-    caption = _doc("c1", "PMID:4", "Distribution of EGFR mutations by year.", section="Fig. 2")
+    read = [passage("f1", "PMC1", "EGFRex20ins mutations were found in 12 patients. EGFRex20ins mutations responded "
+                                  "to osimertinib, as did common EGFR mutations.")]
+    caption = passage("c1", "PMID:4", "Distribution of EGFR mutations by year.", section="Fig. 2")
     caption.meta["section_kind"] = "caption"
-    others = [_doc("o1", "PMID:2", "EGFR mutations were found in serum samples of 11 patients."), caption]
+    others = [passage("o1", "PMID:2", "EGFR mutations were found in serum samples of 11 patients."), caption]
     search = FollowUpSearch(retriever=FakeTextRetriever(read + others), max_searches=3)
     question = "What mutation did the osimertinib paper study, and which other papers mention that mutation?"
     result = search.run(documents=read, question=question, follow_up="which other papers mention that mutation?",
@@ -768,7 +452,7 @@ def test_a_follow_up_tries_the_next_name_when_no_other_paper_has_one_and_keeps_t
     assert [d.id for d in result["documents"]] == ["f1", "o1"]  # a figure caption is not what a paper reports
     assert result["looked_up"] == ["EGFRex20ins", "EGFR"]
     # "that drug": a gene is no answer, so after the drug nothing else is looked up
-    trial = [_doc("t1", "PMC1", "The FIELT trial treated 46 patients with erlotinib; all had EGFR mutations.")]
+    trial = [passage("t1", "PMC1", "The FIELT trial treated 46 patients with erlotinib; all had EGFR mutations.")]
     drug = FollowUpSearch(retriever=FakeTextRetriever(trial + others), max_searches=3).run(
         documents=trial, question="Which drug did the FIELT trial test, and what do other papers report about that "
         "drug?", follow_up="what do other papers report about that drug?", read_paper="PMC1")
@@ -779,8 +463,8 @@ def test_a_follow_up_tries_the_next_name_when_no_other_paper_has_one_and_keeps_t
 def test_a_two_step_answer_never_credits_other_papers_with_what_only_the_first_paper_says():
     from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 
-    excerpts = [_doc("f1", "PMC1", "This phase II study treated 46 patients with erlotinib. The response rate was "
-                                   "60% at three months.")]
+    excerpts = [passage("f1", "PMC1", "This phase II study treated 46 patients with erlotinib. The response rate was "
+                                      "60% at three months.")]
     claim = {"text": "Other papers report that erlotinib is effective in lung cancer", "cited": ["PMC1"],
              "support": 1.0, "attached": [], "judgement": "supported"}
     question = "Which drug did the FIELT trial test, and what do other papers report about that drug?"
@@ -795,10 +479,10 @@ def test_a_two_step_answer_never_credits_other_papers_with_what_only_the_first_p
 def test_an_overview_drawn_from_one_paper_gets_the_other_papers_findings_on_its_topic():
     from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 
-    excerpts = [_doc("a", "PMC1", "Gestational diabetes was more common after increased nuchal translucency."),
-                _doc("b", "PMID:2", "To examine gestational diabetes screening in Danish women."),  # an aim only
-                _doc("c", "PMID:3", "Women with gestational diabetes had larger babies than women without it."),
-                _doc("d", "PMID:4", "Type 2 diabetes was treated with metformin in most patients.")]  # another topic
+    excerpts = [passage("a", "PMC1", "Gestational diabetes was more common after increased nuchal translucency."),
+                passage("b", "PMID:2", "To examine gestational diabetes screening in Danish women."),  # an aim only
+                passage("c", "PMID:3", "Women with gestational diabetes had larger babies than women without it."),
+                passage("d", "PMID:4", "Type 2 diabetes was treated with metformin in most patients.")]  # another topic
     claim = {"text": "Gestational diabetes was more common after increased nuchal translucency", "cited": ["PMC1"],
              "support": 1.0, "attached": [], "judgement": "supported"}
     builder = CitedAnswerBuilder()
@@ -813,28 +497,11 @@ def test_an_overview_drawn_from_one_paper_gets_the_other_papers_findings_on_its_
     assert [r["source_id"] for r in single["references"]] == ["PMC1"]
 
 
-def test_an_overview_reads_each_paper_s_finding_in_place_of_its_aims(sample_store):
-    from pmc_rag.components.paper_findings import PaperFindings
-
-    chunks = sample_store.filter_documents({"field": "meta.source_id", "operator": "==", "value": "PMC4816447"})
-    methods = [d for d in chunks if "Methods" in str(d.meta.get("section"))][:2]
-    other = Document(id="x", content="Rash was common.", meta={"source_id": "PMID:1", "section": "Results"})
-    findings = PaperFindings(document_store=sample_store, routes=["overview"], in_place=True)
-    replaced = findings.run(documents=[methods[0], other, methods[1]], route="overview")["documents"]
-    # the paper's conclusion where its methods were, once; a paper already giving a finding keeps it
-    assert [d.meta["source_id"] for d in replaced] == ["PMC4816447", "PMID:1"]
-    assert "onclu" in replaced[0].meta["section"] and replaced[1] is other
-    # another kind of question passes as it came
-    assert findings.run(documents=[methods[0]], route="single")["documents"] == [methods[0]]
-    data = findings.to_dict()
-    assert PaperFindings.from_dict(data).to_dict() == data and data["init_parameters"]["routes"] == ["overview"]
-
-
 def test_a_comparison_whose_subjects_no_excerpt_names_is_answered_as_any_question_never_empty():
     from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 
-    excerpts = [_doc("a", "PMID:1", "AutoCPAP pressures correlated only moderately with OSA severity in obese "
-                                    "subjects, and obesity did not predict the pressure reached.", "Conclusions")]
+    excerpts = [passage("a", "PMID:1", "AutoCPAP pressures correlated only moderately with OSA severity in obese "
+                                       "subjects, and obesity did not predict the pressure reached.", "Conclusions")]
     routed = {"route": "compare", "subjects": ["Does either obesity", "OSA severity influence the"],
               "subqueries": ["Does either obesity autoCPAP", "OSA severity influence the autoCPAP"]}
     builder = CitedAnswerBuilder(comparisons="quoted")
@@ -853,54 +520,21 @@ def test_a_quoted_comparison_says_when_no_sentence_quoted_compares_the_subjects(
 
     routed = {"route": "compare", "subjects": ["gefitinib", "erlotinib"],
               "subqueries": ["gefitinib lung cancer", "erlotinib lung cancer"]}
-    apart = [_doc("g", "PMID:1", "Gefitinib prolonged progression-free survival in EGFR-mutant lung cancer.",
-                  "Conclusions"),
-             _doc("e", "PMID:2", "Erlotinib was well tolerated and active as first-line therapy in lung cancer.",
-                  "Conclusions")]
+    apart = [passage("g", "PMID:1", "Gefitinib prolonged progression-free survival in EGFR-mutant lung cancer.",
+                     "Conclusions"),
+             passage("e", "PMID:2", "Erlotinib was well tolerated and active as first-line therapy in lung cancer.",
+                     "Conclusions")]
     builder = CitedAnswerBuilder(comparisons="quoted")
     answer = builder.run(question="How does gefitinib compare with erlotinib?", documents=apart, claims=[],
                          raw_answer="Gefitinib is better.", **routed)["answer"]
     assert {r["source_id"] for r in answer["references"]} == {"PMID:1", "PMID:2"}
     assert any(n.startswith("No sentence quoted here compares 'gefitinib' with 'erlotinib'") for n in answer["notes"])
-    compared = [_doc("c", "PMID:3", "Erlotinib gave longer progression-free survival than gefitinib in EGFR-mutant "
-                                    "lung cancer.", "Conclusions")]
+    compared = [passage("c", "PMID:3", "Erlotinib gave longer progression-free survival than gefitinib in EGFR-mutant "
+                                       "lung cancer.", "Conclusions")]
     answer = builder.run(question="How does gefitinib compare with erlotinib?", documents=compared, claims=[],
                          raw_answer="Gefitinib is better.", **routed)["answer"]
     assert answer["answer"].startswith("Erlotinib gave longer progression-free survival than gefitinib")
     assert not any(n.startswith("No sentence quoted here compares") for n in answer["notes"])
-
-
-def test_the_similarity_layer_cannot_send_a_question_where_its_route_has_nothing_to_do():
-    import numpy as np
-
-    router = QuestionRouter(exemplars="", min_share=0.5)
-    # Five exemplars, every one as close as can be: whatever they are labelled wins the vote.
-    router._vectors, router._texts = np.ones((5, 2), dtype="float32"), ["x"] * 5
-    for kind, question, expected in [
-            ("several", "Does oral alpha-galactosidase relieve irritable bowel symptoms?", "single"),
-            ("overview", "Does glomerular hyperfiltration in pregnancy damage the kidney?", "single"),
-            ("compare", "Can ki-67 predict the response to neoadjuvant chemotherapy?", "single"),
-            ("summarise", "What are the side effects of erlotinib?", "single"),
-            ("overview", "Obesity and asthma in children", "overview")]:
-        router._kinds = [kind] * 5
-        assert router.decide(question, [0.7, 0.7])[0] == expected, (kind, question)
-
-
-def test_a_follow_up_in_a_conversation_takes_the_single_path():
-    """The server sends "What about its side effects? (follow-up to: Is erlotinib effective ...?)": two question
-    marks, yet one question, answered from the topic's papers (routed as 'several', its part searches had left
-    them: 19 of 51 conversation turns cited an off-topic paper)."""
-    from pmc_rag.answering.conversation import standalone_query
-
-    query = standalone_query("What about its side effects?", ["Is first-line erlotinib effective in NSCLC?"])
-    result = QuestionRouter(exemplars="").run(question=query)
-    assert (result["route"], result["route_layer"]) == ("single", "follow-up")
-    # It searches with the words papers use for side effects (since 2026-11-27), before its topic.
-    assert result["search_question"] == ("What about its side effects? toxicity tolerated adverse events safety "
-                                         "complications (follow-up to: Is first-line erlotinib effective in NSCLC?)")
-    asking_a_finding = standalone_query("Does it prolong overall survival?", ["Is erlotinib effective in NSCLC?"])
-    assert QuestionRouter(exemplars="").run(question=asking_a_finding)["search_question"] == asking_a_finding
-    assert QuestionRouter(exemplars="").run(question="What about its side effects? Is it safe?")["route"] == "several"
 
 
 def test_the_request_s_filters_hold_for_the_subject_and_follow_up_searches():
@@ -938,69 +572,17 @@ def test_a_method_is_looked_up_only_when_the_question_asks_for_one():
     what it is about; "Which questionnaire ... where else has it been used?" asks for the instrument itself."""
     from pmc_rag.components.follow_up_search import FollowUpSearch
 
-    first = [_doc("f1", "PMC1", "Sera were tested by ELISA for RVFV antibodies; ELISA found RVFV in 10% of goats "
-                                "and ELISA was repeated.")]
-    others = [_doc("o1", "PMID:2", "RVFV is transmitted by mosquitoes."),
-              _doc("o2", "PMID:3", "ELISA kits were compared.")]
+    first = [passage("f1", "PMC1", "Sera were tested by ELISA for RVFV antibodies; ELISA found RVFV in 10% of goats "
+                                   "and ELISA was repeated.")]
+    others = [passage("o1", "PMID:2", "RVFV is transmitted by mosquitoes."),
+              passage("o2", "PMID:3", "ELISA kits were compared.")]
     question = "What pathogen did the Mozambique study look for, and how is it transmitted according to other papers?"
     found = FollowUpSearch(retriever=FakeTextRetriever(first + others), max_searches=2).run(
         documents=first, question=question, follow_up="how is it transmitted according to other papers?")
     assert found["looked_up"] == ["RVFV"]
-    scale = [_doc("s1", "PMC1", "Depression was measured with the PHQ-9 at baseline; PHQ-9 scores fell by half.")]
-    instrument = FollowUpSearch(retriever=FakeTextRetriever(scale + [_doc("o3", "PMID:4", "The PHQ-9 is valid.")]),
+    scale = [passage("s1", "PMC1", "Depression was measured with the PHQ-9 at baseline; PHQ-9 scores fell by half.")]
+    instrument = FollowUpSearch(retriever=FakeTextRetriever(scale + [passage("o3", "PMID:4", "The PHQ-9 is valid.")]),
                                 max_searches=2).run(
         documents=scale, question="Which questionnaire did the trial use, and where else has it been used?",
         follow_up="where else has it been used?")
     assert instrument["looked_up"] == ["PHQ-9"]
-
-
-class FakeKindGenerator:
-    """A fake chat generator (the real one, the local model server, is exercised by `pmc-rag eval --routes
-    --router-pipeline rag_routed_llm`): it replies with a fixed text, or fails, and records what it was asked."""
-
-    def __init__(self, reply: str | None):
-        self.reply, self.asked = reply, []
-
-    def run(self, messages, **kwargs):
-        from haystack.dataclasses import ChatMessage
-
-        self.asked.append((messages[0].text, kwargs))
-        if self.reply is None:
-            raise ConnectionError("model server not reachable")
-        return {"replies": [ChatMessage.from_assistant(self.reply)]}
-
-
-def test_the_model_layer_is_asked_only_when_rules_and_exemplars_are_unsure_and_must_fit_the_question():
-    asked = FakeKindGenerator('{"kind": "overview"}')
-    router = QuestionRouter(exemplars="", chat_generator=asked)
-    assert router.decide("Obesity and asthma in children")[:2] == ("overview", "llm")
-    assert "Obesity and asthma in children" in asked.asked[0][0]
-    assert router.decide("Summarise PMC4816447")[:2] == ("summarise", "rule") and len(asked.asked) == 1  # not asked
-    # A kind the question cannot take (a yes/no question is no overview), a failure or a non-answer: single.
-    assert router.decide("Does obesity worsen asthma in children?")[:2] == ("single", "default, llm overruled")
-    for reply in (None, "overview, I think", '{"kind": "essay"}'):
-        assert QuestionRouter(exemplars="", chat_generator=FakeKindGenerator(reply)).decide(
-            "Obesity and asthma in children")[:2] == ("single", "default")
-
-
-def test_the_router_with_a_model_layer_round_trips():
-    from haystack.components.generators.chat import OpenAIChatGenerator
-    from haystack.utils import Secret
-
-    generator = OpenAIChatGenerator(model="qwen2.5-0.5b-instruct", api_base_url="http://127.0.0.1:1417/v1",
-                                    api_key=Secret.from_env_var("PMC_RAG_LLM_API_KEY", strict=False))
-    data = QuestionRouter(exemplars="", chat_generator=generator).to_dict()
-    assert data["init_parameters"]["chat_generator"]["init_parameters"]["model"] == "qwen2.5-0.5b-instruct"
-    assert QuestionRouter.from_dict(data).to_dict() == data
-    assert QuestionRouter.from_dict(QuestionRouter(exemplars="").to_dict()).chat_generator is None
-
-
-def test_the_model_layer_s_yaml_holds_the_reply_to_the_router_s_kinds():
-    from pmc_rag.components.question_router import LLM_KIND_SCHEMA, ROUTES
-    from pmc_rag.pipeline_files import resolve_pipeline_spec
-    from pmc_rag.paths import PIPELINES_DIR
-
-    spec = resolve_pipeline_spec(PIPELINES_DIR / "rag_routed_llm.yml")
-    generator = spec["components"]["router"]["init_parameters"]["chat_generator"]["init_parameters"]
-    assert generator["generation_kwargs"]["response_format"]["json_schema"]["schema"] == LLM_KIND_SCHEMA
-    assert LLM_KIND_SCHEMA["properties"]["kind"]["enum"] == list(ROUTES)
