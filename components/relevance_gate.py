@@ -125,13 +125,15 @@ class RelevanceGate:
             the answer shows their findings, labelled as related, instead of nothing. None: never.
         :param related_papers: How many papers' excerpts `related` holds at most.
         """
-        thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words)
-        if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or (
+        thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words,
+                      min_similarity_related)
+        if any(t is not None and not -1 <= t <= 1 for t in thresholds) or closest_papers < 0 or related_papers < 1 or (
                 max_gap is not None and max_gap < 0) or not 0 <= specific_word_max_share <= 1 or (
                 words_together is not None and words_together < 2):
-            raise ValueError("min_similarity, min_similarity_with_unknown_words and min_similarity_with_absent_words "
-                             "must be between -1 and 1, specific_word_max_share between 0 and 1, max_gap and "
-                             "closest_papers 0 or more, words_together 2 or more (or null: all)")
+            raise ValueError("min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words and "
+                             "min_similarity_related must be between -1 and 1, specific_word_max_share between 0 and "
+                             "1, max_gap and closest_papers 0 or more, related_papers 1 or more, words_together 2 or "
+                             "more (or null: all)")
         self.min_similarity = min_similarity
         self.min_similarity_with_unknown_words = min_similarity_with_unknown_words
         self.min_similarity_with_absent_words = min_similarity_with_absent_words
@@ -271,8 +273,8 @@ class RelevanceGate:
         """The excerpts of the closest papers (at most `related_papers`) whose best passage is within
         `min_similarity_related` of the question: papers that speak of its subjects, though none was judged to
         answer it. Their findings are shown as related, so that a reader whose words differ from the papers' is
-        not left with nothing. (Closest by sentence instead chose worse on the tuning questions: single sentences
-        match a question's odd word.)"""
+        not left with nothing. (Closest by sentence instead picked a paper on another subject for a tuning question:
+        one sentence can match a question's odd word.)"""
         papers = by_paper(documents)
         nearest = [canonical_id(str(d.meta.get("source_id", ""))) for d in closest
                    if (d.meta.get("relevance") or 0.0) >= (self.min_similarity_related or 0.0)]

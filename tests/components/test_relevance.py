@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from haystack import Document
 
 from pmc_rag.components.answer import Answer
@@ -53,6 +54,9 @@ def test_a_question_turned_away_shows_the_close_papers_findings_labelled_as_rela
         documents=[aim, conclusion], scored=scored(("PMC2", 0.62)))  # none close enough: nothing related
     assert "related" not in RelevanceGate(min_similarity=0.7).run(documents=[aim], scored=scored(("PMC2", 0.62)))
     assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
+    for wrong in ({"related_papers": 0}, {"min_similarity_related": 1.5}):
+        with pytest.raises(ValueError, match="related_papers 1 or more"):
+            RelevanceGate(**wrong)
 
     answer = Answer.model_validate(CitedAnswerBuilder().run(
         question="does routinely moving IV cannulas prevent phlebitis?", documents=[],
@@ -352,8 +356,6 @@ def _classifier_file(path, **overrides):
 
 
 def test_a_trained_gate_decides_from_what_the_checks_measure(tmp_path):
-    import pytest
-
     from pmc_rag.components.gate_classifier import GateClassifier
 
     classifier = GateClassifier(_classifier_file(tmp_path / "gate.json"))
