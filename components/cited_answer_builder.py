@@ -214,8 +214,7 @@ class CitedAnswerBuilder:
         if unanswered is not None:
             # findings only: a related paper's aim or methods would read as if it answered
             quoted = self.quotations.quotations(content_words(question) or {""}, set(), related, findings_only=True,
-                                                specific=content_words(" ".join(self._specific_words(word_shares)))
-                                                ) if related else []
+                                                specific=self._specific_stems(word_shares)) if related else []
             return not_answered(question, unanswered, why_unanswered, related=quoted,
                                 by_id=by_paper(related or [], self.source_id_field))
         documents = documents or []
@@ -267,7 +266,7 @@ class CitedAnswerBuilder:
             per_part = self.quotations.extract_per_part(subqueries, subjects or [], documents) if subqueries else []
             claims = per_part or self.quotations.extract(
                 question, documents, topic_question, looked_up,
-                specific=content_words(" ".join(self._specific_words(word_shares))))
+                specific=self._specific_stems(word_shares))
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
                          "the papers' findings instead." if left_out and raw_answer.strip() else
                          "The model's answer could not be checked against the sources, so this answer quotes the "
@@ -455,6 +454,10 @@ class CitedAnswerBuilder:
         """The question's specific words: in at most `specific_word_max_share` of the chunks (stop words aside)."""
         return [w for w, share in (word_shares or {}).items()
                 if share <= self.specific_word_max_share and content_words(w)]
+
+    def _specific_stems(self, word_shares: dict[str, float] | None) -> set[str]:
+        """The stems of the question's specific words: a quotation naming one comes first."""
+        return content_words(" ".join(self._specific_words(word_shares)))
 
 
 _COMPARISON_POLICIES = ("model", "quoted")
