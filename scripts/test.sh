@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Run the test suite (installing into .venv first if needed). Extra arguments go to pytest.
 #   scripts/test.sh            every test (what CI runs)
-#   scripts/test.sh --quick    all but the `integration` tests (the real model's own behaviour, restarts, kills,
-#                              the browser): the other answering tests replay replies recorded from the real model
+#   scripts/test.sh --quick    all but the `integration` tests (the real model's own behaviour, other processes,
+#                              real HTTP servers and time limits, restarts, kills, the browser): the other answering
+#                              tests replay replies recorded from the real model
+# The tests run on every core (pytest-xdist; PMC_RAG_TEST_WORKERS=N for N workers, 0 for one process): each worker
+# starts its own PostgreSQL and, where a test needs it, its own model server.
 # Tests start their own embedded PostgreSQL in a temporary folder (or use PMC_RAG_TEST_PG_CONN_STR) and never
 # touch the database in .pmc-rag/ (they do put the verified embedded model in .pmc-rag/models/ if it is missing).
 set -euo pipefail
@@ -19,4 +22,6 @@ if [ "${1:-}" = "--quick" ]; then
   shift
   MARKERS=(-m "not integration")
 fi
-.venv/bin/python -m pytest --basetemp "$BASETEMP" ${MARKERS[@]+"${MARKERS[@]}"} "$@"
+# A worker per core, at most 4: past that, each worker's own PostgreSQL and models cost more memory than it saves.
+WORKERS=${PMC_RAG_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}
+.venv/bin/python -m pytest --basetemp "$BASETEMP" -n "$WORKERS" ${MARKERS[@]+"${MARKERS[@]}"} "$@"

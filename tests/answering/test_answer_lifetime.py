@@ -21,6 +21,8 @@ from pmc_rag.answering.caller import RequestLifetime
 
 from conftest import SAMPLE_TABLE, free_port, pipeline_file_for
 
+pytestmark = pytest.mark.integration  # real HTTP servers, and deadlines waited out
+
 TABLE = SAMPLE_TABLE  # read only
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 DEADLINE_S = 15

@@ -84,6 +84,7 @@ def test_a_generator_timeout_gives_the_quoted_answer_flagged(rag_files, tmp_path
     assert answer["references"][0]["source_id"] == "PMC4816447" and "[1]" in answer["answer"]
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_pmc_rag_ask_prints_the_answer_and_references(rag_files, pg_conn_str):
     table, folder = rag_files
     path = pipeline_file_for("rag", table, folder)

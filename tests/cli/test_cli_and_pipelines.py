@@ -24,6 +24,7 @@ def pmc_rag(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_dry_run_reports_counts_and_skipped_files_with_exit_code_3(tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_text("<article><unclosed></article>")
@@ -34,6 +35,7 @@ def test_dry_run_reports_counts_and_skipped_files_with_exit_code_3(tmp_path):
     assert f"{bad}: malformed or truncated XML" in result.stdout
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_nothing_to_ingest_is_a_failure_that_says_why():
     result = pmc_rag("ingest", "--dry-run", "--no-progress", "no/such/file.xml")
     assert result.returncode == 1
@@ -52,12 +54,14 @@ def test_ctrl_c_stops_a_command_with_one_line_not_a_traceback(monkeypatch, capsy
     assert printed.err == "pmc-rag: stopped (Ctrl-C); what was stored before stays stored\n" and not printed.out
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_an_unknown_pipeline_is_a_clear_error():
     result = pmc_rag("ingest", "--dry-run", "--pipeline", "nonexistent", str(CORPUS))
     assert result.returncode == 1
     assert "pmc-rag: error: pipeline file nonexistent not found" in result.stderr
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_ingest_and_status_against_a_server_from_pg_conn_str(pg_conn_str, tmp_path, table_name):
     from conftest import indexing_yaml_for, make_store
 
@@ -145,6 +149,7 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
     make_store(table_name).delete_table()
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_model_list_names_every_embedded_model_and_install_refuses_an_unknown_one():
     listed = pmc_rag("model", "list")
     assert listed.returncode == 0, listed.stderr
@@ -158,6 +163,7 @@ def test_model_list_names_every_embedded_model_and_install_refuses_an_unknown_on
     assert unnamed.returncode != 0 and "name the model to install" in unnamed.stderr
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_the_model_server_commands_read_the_yaml_without_loading_haystack_and_errors_stay_one_line():
     """`pmc-rag model status|stop|start` need only the YAML's `local_model:`: building the pipeline cost 6.7 s (its
     imports: Haystack, torch, Sentence Transformers) to print two lines, on a 2-core Xeon."""

@@ -57,6 +57,7 @@ def test_auto_keeps_float32_on_a_cpu_without_native_bfloat16(fresh_home, monkeyp
     assert trial_markers(fresh_home) == []  # nothing to check, nothing run
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_auto_uses_bfloat16_on_a_cpu_with_it_after_checking_it_once(fresh_home, monkeypatch):
     # The flags are made up, the check is real: a child process embeds in both precisions (emulated bfloat16 is
     # slow but exact enough on any CPU, so this runs everywhere).

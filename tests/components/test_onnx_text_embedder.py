@@ -107,6 +107,7 @@ print(json.dumps({"sentence_transformers": "sentence_transformers" in sys.module
 """
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_a_later_process_opens_the_recorded_export_without_loading_sentence_transformers(fresh_home, stock,
                                                                                           tmp_path):
     model = tmp_path / "model"
@@ -175,6 +176,7 @@ def test_serialization_round_trip():
         EMBEDDING_MODEL, True, "q: ", 2, "cpu")
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_onnx_runtime_and_hayhooks_write_their_caches_in_pmc_rag_home_not_the_user_s(tmp_path):
     """ONNX Runtime may write a device id and a telemetry store under ~/.cache when imported (it did on the AMD
     EPYC dev machine, not on CI); every entry point's environment sends it (and Hayhooks' token) to

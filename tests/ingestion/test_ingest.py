@@ -239,6 +239,7 @@ def test_ollama_embeddings_are_a_yaml_edit_and_an_absent_server_is_a_clear_error
     store.delete_table()
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_two_ingestions_at_once_finish_and_leave_the_statistics_of_one(table_name, tmp_path, pg_conn_str,
                                                                       tiny_sentence_transformer):
     """Two `pmc-rag ingest` processes writing to one table, with 60 articles in both inputs: no deadlock, every

@@ -274,6 +274,7 @@ def test_open_webui_gets_a_source_event_per_citation_number_and_other_clients_no
     assert plain_events == [] and "References:" in plain
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_real_server_with_the_openai_client(serve_config, pg_conn_str):
     from openai import AuthenticationError, OpenAI
 
@@ -484,6 +485,7 @@ def test_the_built_in_page_streams_cited_answers_in_a_browser(serve_config, pg_c
         stop_server(server)
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_an_mcp_client_lists_and_calls_both_tools(serve_config, pg_conn_str):
     import asyncio
 
@@ -864,6 +866,7 @@ def test_database_down_is_a_503_with_a_clear_message_not_a_hang(serve_config, tm
     assert responses["health"].json()["database"].startswith("unreachable")
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_pmc_rag_ask_and_the_server_give_the_same_answers_and_refusals(client, serve_config, pg_conn_str):
     """Both go through the answering service: the same answer object for a question, the same refusal."""
     pipeline = yaml.safe_load(serve_config.read_text())["endpoints"][0]["pipeline"]
@@ -897,6 +900,7 @@ def test_pmc_rag_ask_and_the_server_give_the_same_answers_and_refusals(client, s
         assert printed.strip() == f"pmc-rag: error: {refused.json()['detail']}"
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_pmc_rag_ask_asks_a_running_server_of_the_same_data_folder_and_prints_the_same_answer(
         serve_config, pg_conn_str, tmp_path):
     """With a `pmc-rag serve` of the same PMC_RAG_HOME answering with the same pipeline, `ask` sends the question

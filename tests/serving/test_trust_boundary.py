@@ -59,6 +59,7 @@ def collection_chunks(pg_conn_str: str, name: str) -> int:
                                   (name,)).fetchone()[0]
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_a_forged_upload_is_kept_apart_labelled_and_each_key_s_collection_is_its_own(trust_config, pg_conn_str):
     """The probe's sequence on a real server with two keys: the forgery never replaces or passes for the paper."""
     import httpx

@@ -25,6 +25,7 @@ def run_python(code: str, **env: str) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_embedded_database_keeps_its_data_across_restarts(tmp_path):
     home = tmp_path / "home"
     writer = """
@@ -49,6 +50,7 @@ def test_embedded_database_keeps_its_data_across_restarts(tmp_path):
     assert run_python(reader, PMC_RAG_HOME=str(home)) == "still here"
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_two_processes_share_the_embedded_database(tmp_path):
     """Like an ingestion next to a running server: the one that exits first does not stop the other's database."""
     home = str(tmp_path / "home")
@@ -182,6 +184,7 @@ def test_local_model_weights_are_checked_when_the_yaml_is_read():
             LocalModelSpec.from_yaml({**section, "remembered_replies": wrong}, "x.yml")
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_two_processes_assembling_one_model_at_once_both_get_the_verified_file(tmp_path):
     # Two test workers, or setup beside a test run, may both find the model missing and build it.
     package = tmp_path / "big_fake_parts"

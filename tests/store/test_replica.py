@@ -144,6 +144,7 @@ def test_answering_pipelines_read_from_pg_read_conn_str_and_set_up_on_the_primar
     assert store.connection_string.resolve_value() == pg_conn_str  # unset: everything on the primary
 
 
+@pytest.mark.integration  # runs pmc-rag (or Python) in another process
 def test_two_server_processes_read_the_replica_and_write_the_audit_trail_to_the_primary(pg_conn_str, replica,
                                                                                         table_name, tmp_path):
     """`server.workers: 2`: two processes answer on one port, both reading the replica; the audit rows they
