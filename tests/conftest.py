@@ -6,6 +6,7 @@ PMC_RAG_TEST_PG_CONN_STR. Tests never touch the user's data in .pmc-rag/.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -123,10 +124,21 @@ class RememberedVectors:
         return [self.remembered[t] for t in texts]
 
 
-# The sample's chunk vectors, embedded by the first table filled with it in this process: each later table (the
-# serving tests' own, the trust boundary's) gets the same chunks, so it reuses them instead of embedding the sample
-# again (about half a minute each on 2 cores). The rest of the ingestion (chunking, writing, BM25) runs every time.
-_SAMPLE_VECTORS: dict[str, list[float]] = {}
+# Chunk vectors embedded in this test process, per embedder (its to_dict): the tests ingest the same bundled
+# articles into many tables (the sample's, the serving tests' own, the ingestion tests'), and embedding them again
+# costs about half a minute each on 2 cores. The rest of the ingestion (chunking, writing, BM25) runs every time.
+_REMEMBERED_VECTORS: dict[str, dict[str, list[float]]] = {}
+
+
+def indexing_pipeline_for(table_name: str) -> Pipeline:
+    """pipelines/indexing.yml pointed at a test table, its embedder giving a text embedded before in this process
+    the vector it got then (`RememberedVectors`)."""
+    pipeline = Pipeline.loads(indexing_yaml_for(table_name), allowed_modules=ALLOWED_MODULES)
+    embedder = pipeline.get_component("embedder")
+    embedder.warm_up()
+    remembered = _REMEMBERED_VECTORS.setdefault(json.dumps(embedder.to_dict(), sort_keys=True, default=str), {})
+    embedder.embedding_backend = RememberedVectors(embedder.embedding_backend, remembered)
+    return pipeline
 
 
 def fill_table_with_pmc_sample(table_name: str) -> None:
@@ -134,11 +146,7 @@ def fill_table_with_pmc_sample(table_name: str) -> None:
     from pmc_rag.ingestion.runner import ingest
 
     make_store(table_name).delete_table()
-    pipeline = Pipeline.loads(indexing_yaml_for(table_name), allowed_modules=ALLOWED_MODULES)
-    embedder = pipeline.get_component("embedder")
-    embedder.warm_up()
-    embedder.embedding_backend = RememberedVectors(embedder.embedding_backend, _SAMPLE_VECTORS)
-    ingest([str(CORPUS / "pmc_oa")], pipeline, progress=False)
+    ingest([str(CORPUS / "pmc_oa")], indexing_pipeline_for(table_name), progress=False)
 
 
 # The bundled PMC sample, ingested once per session (SAMPLE_TABLE): for tests that only read it.
@@ -156,7 +164,7 @@ def pmc_sample_table(pg_conn_str: str) -> str:
 
 @pytest.fixture
 def indexing_pipeline(store: PgvectorDocumentStore) -> Pipeline:
-    return Pipeline.loads(indexing_yaml_for(store.table_name), allowed_modules=ALLOWED_MODULES)
+    return indexing_pipeline_for(store.table_name)
 
 
 def passage(id_: str, source: str, text: str, section: str = "Results", score: float | None = None):

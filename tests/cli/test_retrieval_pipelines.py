@@ -16,16 +16,11 @@ QUESTION = "Is erlotinib effective as first-line treatment of advanced non-small
 
 @pytest.fixture(scope="module")
 def indexed_table(tmp_path_factory, pg_conn_str):
-    from haystack import Pipeline
-
-    from pmc_rag.pipelines import ALLOWED_MODULES
-
-    from conftest import indexing_yaml_for, make_store
+    from conftest import indexing_pipeline_for, make_store
 
     table = "retrieval_pipelines"
     make_store(table).delete_table()
-    ingest([str(p) for p in PAPERS], Pipeline.loads(indexing_yaml_for(table), allowed_modules=ALLOWED_MODULES),
-           progress=False)
+    ingest([str(p) for p in PAPERS], indexing_pipeline_for(table), progress=False)
     yield table, tmp_path_factory.mktemp("pipelines")
     make_store(table).delete_table()
 

@@ -148,13 +148,10 @@ def test_bad_question_files_say_what_to_fix(tmp_path, text, message):
 @pytest.fixture(scope="module")
 def eval_table(pg_conn_str, tmp_path_factory):
     """Some sample PubMedQA abstracts (and one PMC article) in a table of their own."""
-    from haystack import Pipeline
-
     from pmc_rag.ingestion.runner import ingest
     from pmc_rag.paths import DEV_QUESTIONS
-    from pmc_rag.pipelines import ALLOWED_MODULES
 
-    from conftest import indexing_yaml_for, make_store
+    from conftest import indexing_pipeline_for, make_store
 
     table, folder = "eval_chunks", tmp_path_factory.mktemp("eval")
     # The abstracts of the first five dev questions among 60 others (the whole 1,000 would take minutes).
@@ -164,7 +161,7 @@ def eval_table(pg_conn_str, tmp_path_factory):
     (folder / "abstracts.jsonl").write_text("\n".join(dict.fromkeys(subset)) + "\n")
     make_store(table).delete_table()
     ingest([str(folder / "abstracts.jsonl"), str(CORPUS / "pmc_oa" / "PMC4816447.xml")],
-           Pipeline.loads(indexing_yaml_for(table), allowed_modules=ALLOWED_MODULES), progress=False)
+           indexing_pipeline_for(table), progress=False)
     yield table, folder
     make_store(table).delete_table()
 
