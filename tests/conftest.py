@@ -6,6 +6,8 @@ PMC_RAG_TEST_PG_CONN_STR. Tests never touch the user's data in .pmc-rag/.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -16,6 +18,7 @@ import uuid
 import warnings
 from pathlib import Path
 
+import filelock
 import pytest
 import yaml
 
@@ -111,23 +114,43 @@ def indexing_yaml_for(table_name: str, **changes) -> str:
 
 class RememberedVectors:
     """An embedding backend that embeds each text once: asked again (the same text, the same embedder), it gives
-    the vector it gave before."""
+    the vector it gave before. With a `shared` file, the test processes of one run (pytest-xdist's workers) share
+    them: one embeds a text while the others wait, then they read its vector."""
 
-    def __init__(self, backend, remembered: dict[str, list[float]]):
+    def __init__(self, backend, remembered: dict[str, list[float]], shared: Path | None = None):
         self.backend = backend
         self.remembered = remembered
+        self.shared = shared
 
     def embed(self, texts: list[str], **kwargs) -> list[list[float]]:
-        new = [t for t in texts if t not in self.remembered]
-        if new:
-            self.remembered.update(zip(new, self.backend.embed(new, **kwargs), strict=True))
+        if all(t in self.remembered for t in texts):
+            return [self.remembered[t] for t in texts]
+        with filelock.FileLock(f"{self.shared}.lock") if self.shared else contextlib.nullcontext():
+            if self.shared and self.shared.exists():
+                self.remembered.update(json.loads(self.shared.read_text()))
+            new = [t for t in texts if t not in self.remembered]
+            if new:
+                self.remembered.update(zip(new, self.backend.embed(new, **kwargs), strict=True))
+                if self.shared:
+                    self.shared.with_suffix(".tmp").write_text(json.dumps(self.remembered))
+                    self.shared.with_suffix(".tmp").replace(self.shared)
         return [self.remembered[t] for t in texts]
 
 
-# Chunk vectors embedded in this test process, per embedder (its to_dict): the tests ingest the same bundled
-# articles into many tables (the sample's, the serving tests' own, the ingestion tests'), and embedding them again
-# costs about half a minute each on 2 cores. The rest of the ingestion (chunking, writing, BM25) runs every time.
+# Chunk vectors embedded in this test run, per embedder (its to_dict): the tests ingest the same bundled articles
+# into many tables (the sample's, the serving tests' own, the ingestion tests'), and embedding them again costs
+# about half a minute each on 2 cores. The rest of the ingestion (chunking, writing, BM25) runs every time.
 _REMEMBERED_VECTORS: dict[str, dict[str, list[float]]] = {}
+_SHARED_VECTORS: Path | None = None  # the folder pytest-xdist's workers share them in
+
+
+@pytest.fixture(scope="session", autouse=True)
+def vectors_shared_between_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under pytest-xdist, each worker's temporary folder is one of its run's (`<basetemp>/gw0`, `gw1`, ...)."""
+    global _SHARED_VECTORS
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _SHARED_VECTORS = tmp_path_factory.getbasetemp().parent / "remembered-vectors"
+        _SHARED_VECTORS.mkdir(exist_ok=True)
 
 
 def indexing_pipeline_for(table_name: str) -> Pipeline:
@@ -136,8 +159,10 @@ def indexing_pipeline_for(table_name: str) -> Pipeline:
     pipeline = Pipeline.loads(indexing_yaml_for(table_name), allowed_modules=ALLOWED_MODULES)
     embedder = pipeline.get_component("embedder")
     embedder.warm_up()
-    remembered = _REMEMBERED_VECTORS.setdefault(json.dumps(embedder.to_dict(), sort_keys=True, default=str), {})
-    embedder.embedding_backend = RememberedVectors(embedder.embedding_backend, remembered)
+    key = json.dumps(embedder.to_dict(), sort_keys=True, default=str)
+    shared = _SHARED_VECTORS / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json" if _SHARED_VECTORS else None
+    embedder.embedding_backend = RememberedVectors(embedder.embedding_backend,
+                                                   _REMEMBERED_VECTORS.setdefault(key, {}), shared)
     return pipeline
 
 
