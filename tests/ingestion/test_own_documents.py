@@ -1,5 +1,5 @@
 """The user's own documents: PDF and text read with page numbers and stable ids, ingested into collections,
-listed and deleted (the server's upload routes are in test_serving)."""
+listed and deleted (the server's upload routes are in tests/serving/test_uploads.py)."""
 
 from __future__ import annotations
 

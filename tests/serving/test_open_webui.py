@@ -1,4 +1,4 @@
-"""Open WebUI's source events, built from an answer (no server: see test_serving for the stream)."""
+"""Open WebUI's source events, built from an answer (no server: see tests/serving/test_serving.py for the stream)."""
 
 from __future__ import annotations
 
