@@ -324,6 +324,35 @@ def write_serve_config(table: str, folder: Path, **sections: dict) -> Path:
     return path
 
 
+# The serving tests' app and its table: tests upload into it and delete from it, so it is not the read-only sample.
+SERVING_TABLE = "serving_chunks"
+
+
+@pytest.fixture(scope="session")
+def serve_config(tmp_path_factory, pg_conn_str):
+    """hayhooks.yml for the serving tests (tests/serving/): the bundled sample in a table of their own, small limits."""
+    fill_table_with_pmc_sample(SERVING_TABLE)
+    folder = tmp_path_factory.mktemp("serving")
+    path = write_serve_config(SERVING_TABLE, folder, server={"max_body_bytes": 4096, "max_question_chars": 300},
+                              conversations={"retention_days": 1}, cache={"max_entries": 50},
+                              uploads={"max_bytes": 400_000})
+    yield path
+    make_store(SERVING_TABLE).delete_table()
+
+
+@pytest.fixture(scope="session")
+def client(serve_config):
+    """The app `serve_config` describes, in process (FastAPI test client): one for all the serving tests of a test
+    process, as building it takes seconds."""
+    from fastapi.testclient import TestClient
+
+    from pmc_rag.serving.app import build_app
+    from pmc_rag.serving.config import load_serve_config
+
+    with TestClient(build_app(load_serve_config(serve_config)), base_url=LOCAL_BASE_URL) as test_client:
+        yield test_client
+
+
 @pytest.fixture
 def browser():
     """A headless Chromium driven by Selenium: Debian's `chromium` and `chromium-driver` (.ci/run installs them)."""

@@ -8,7 +8,7 @@ import re
 import psycopg
 
 from conftest import LOCAL_BASE_URL
-from served_sample import QUESTION, TABLE, chat_body, client, serve_config  # noqa: F401 (fixtures)
+from served_sample import QUESTION, TABLE, chat_body
 
 
 def test_a_research_follow_up_is_answered_though_its_words_alone_read_as_an_emergency(client):

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from conftest import LOCAL_BASE_URL, PROJECT_ROOT, free_port, pipeline_file_for, start_server, stop_server
-from served_sample import QUESTION, TABLE, client, serve_config  # noqa: F401 (fixtures)
+from served_sample import QUESTION, TABLE
 
 
 @pytest.mark.integration  # runs pmc-rag (or Python) in another process

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import LOCAL_BASE_URL
-from served_sample import QUESTION, chat_body, chunk_count, client, serve_config  # noqa: F401 (fixtures)
+from served_sample import QUESTION, chat_body, chunk_count
 
 
 def test_rest_answer_retrieval_models_health_and_openapi(client):

@@ -8,7 +8,7 @@ import re
 
 import psycopg
 import pytest
-from served_sample import QUESTION, TABLE, chat_body, chunk_count, client, serve_config  # noqa: F401 (fixtures)
+from served_sample import QUESTION, TABLE, chat_body, chunk_count
 
 
 def test_own_documents_are_uploaded_cited_with_their_page_and_deleted(client, pg_conn_str, tmp_path):
