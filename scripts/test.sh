@@ -24,6 +24,7 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 # A worker per core, at most 4: past that, each worker's own PostgreSQL and models cost more memory than it saves.
 # `worksteal`: a worker that runs out of tests takes some of another's, so the long ones that come last in the
-# collection do not leave a core idle (the whole suite 9 min 43 s, against 11 min 24 s with xdist's default).
+# collection do not leave a core idle (the whole suite 9 min 43 s, against 11 min 24 s with xdist's default, on a
+# 2-core AMD EPYC Zen 4).
 WORKERS=${PMC_RAG_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}
 .venv/bin/python -m pytest --basetemp "$BASETEMP" -n "$WORKERS" --dist worksteal ${MARKERS[@]+"${MARKERS[@]}"} "$@"

@@ -115,7 +115,8 @@ def indexing_yaml_for(table_name: str, **changes) -> str:
 class RememberedVectors:
     """An embedding backend that embeds each text once: asked again (the same text, the same embedder), it gives
     the vector it gave before. With a `shared` file, the test processes of one run (pytest-xdist's workers) share
-    them: one embeds a text while the others wait, then they read its vector."""
+    them: one embeds a text while the others wait, then they read its vector. The file only grows (a JSON line per
+    text), so each process reads only what was added since it last looked."""
 
     def __init__(self, backend, remembered: dict[str, list[float]], shared: Path | None = None):
         self.backend = backend
@@ -123,18 +124,26 @@ class RememberedVectors:
         self.shared = shared
 
     def embed(self, texts: list[str], **kwargs) -> list[list[float]]:
-        if all(t in self.remembered for t in texts):
-            return [self.remembered[t] for t in texts]
-        with filelock.FileLock(f"{self.shared}.lock") if self.shared else contextlib.nullcontext():
-            if self.shared and self.shared.exists():
-                self.remembered.update(json.loads(self.shared.read_text()))
-            new = [t for t in texts if t not in self.remembered]
-            if new:
-                self.remembered.update(zip(new, self.backend.embed(new, **kwargs), strict=True))
-                if self.shared:
-                    self.shared.with_suffix(".tmp").write_text(json.dumps(self.remembered))
-                    self.shared.with_suffix(".tmp").replace(self.shared)
+        if not all(t in self.remembered for t in texts):
+            with filelock.FileLock(f"{self.shared}.lock") if self.shared else contextlib.nullcontext():
+                self._read_shared()
+                new = [t for t in texts if t not in self.remembered]
+                if new:
+                    vectors = self.backend.embed(new, **kwargs)
+                    self.remembered.update(zip(new, vectors, strict=True))
+                    if self.shared:
+                        with self.shared.open("a") as shared:
+                            shared.writelines(json.dumps([t, v]) + "\n" for t, v in zip(new, vectors, strict=True))
+                        _SHARED_READ_UP_TO[self.shared] = self.shared.stat().st_size
         return [self.remembered[t] for t in texts]
+
+    def _read_shared(self) -> None:
+        if not self.shared or not self.shared.exists():
+            return
+        with self.shared.open() as shared:
+            shared.seek(_SHARED_READ_UP_TO.get(self.shared, 0))
+            self.remembered.update(json.loads(line) for line in shared)
+            _SHARED_READ_UP_TO[self.shared] = shared.tell()
 
 
 # Chunk vectors embedded in this test run, per embedder (its to_dict): the tests ingest the same bundled articles
@@ -142,6 +151,7 @@ class RememberedVectors:
 # about half a minute each on 2 cores. The rest of the ingestion (chunking, writing, BM25) runs every time.
 _REMEMBERED_VECTORS: dict[str, dict[str, list[float]]] = {}
 _SHARED_VECTORS: Path | None = None  # the folder pytest-xdist's workers share them in
+_SHARED_READ_UP_TO: dict[Path, int] = {}  # how far this process has read each shared file
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -160,7 +170,7 @@ def indexing_pipeline_for(table_name: str) -> Pipeline:
     embedder = pipeline.get_component("embedder")
     embedder.warm_up()
     key = json.dumps(embedder.to_dict(), sort_keys=True, default=str)
-    shared = _SHARED_VECTORS / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json" if _SHARED_VECTORS else None
+    shared = _SHARED_VECTORS / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl" if _SHARED_VECTORS else None
     embedder.embedding_backend = RememberedVectors(embedder.embedding_backend,
                                                    _REMEMBERED_VECTORS.setdefault(key, {}), shared)
     return pipeline
