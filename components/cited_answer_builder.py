@@ -12,7 +12,7 @@ from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
 from pmc_rag.components.follow_up_asks import asked_for
-from pmc_rag.components.follow_up_query import follow_up_text
+from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_THE_LAST, COMPARED_WITH, COMPARES,
                                                 capitalised, compares_subjects, finished, once,
                                                 others_cited_to_the_first, without_section_label)
@@ -141,6 +141,7 @@ class CitedAnswerBuilder:
         web_results: list[Document] | None = None,
         web_note: str | None = None,
         related: list[Document] | None = None,
+        follow_up_to: str | None = None,
     ) -> dict[str, dict[str, Any]]:
         """
         :param question: The user's question.
@@ -160,6 +161,9 @@ class CitedAnswerBuilder:
             closest papers, listed as not answering, and nothing is cited.
         :param why_unanswered: From `RelevanceGate`: why, in words (the note starts with it).
         :param topic_question: For a follow-up answered from its topic's papers: the topic question.
+        :param follow_up_to: In a conversation, the question this one follows up (set by the server; the topic
+            question when `topic_question` is given): the answer is judged against both, and what the follow-up's
+            own words ask for is quoted when the model's answer does not give it.
         :param word_shares: The question's words with the share of chunks containing each (`PgvectorBM25Retriever`):
             which are specific (`specific_word_max_share`).
         :param route: The path that answered (`QuestionRouter`): it is named in the answer, and a summary's note
@@ -184,9 +188,11 @@ class CitedAnswerBuilder:
             related (flag `related_findings`), and the answer stays "not answered".
         :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
         """
-        answer = self._answer(question, documents, claims, removed_claims, invalid_citations, raw_answer,
-                              excerpts_dropped, generator_meta, replies, unanswered, why_unanswered, topic_question,
-                              word_shares, route, subqueries, subjects, looked_up, key_findings, related)
+        follow_up_to = follow_up_to or topic_question
+        answer = self._answer(follow_up_query(question, follow_up_to), documents, claims, removed_claims,
+                              invalid_citations, raw_answer, excerpts_dropped, generator_meta, replies, unanswered,
+                              why_unanswered, topic_question, word_shares, route, subqueries, subjects, looked_up,
+                              key_findings, related, own_words=question)
         if uncovered and not answer["flags"].get("not_answered"):
             answer["notes"] = [*answer["notes"], (
                 f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
@@ -209,8 +215,9 @@ class CitedAnswerBuilder:
                 unanswered: list[Document] | None, why_unanswered: str | None, topic_question: str | None,
                 word_shares: dict[str, float] | None, route: str | None, subqueries: list[str] | None,
                 subjects: list[str] | None, looked_up: list[str] | None = None,
-                key_findings: list[Document] | None = None, related: list[Document] | None = None
-                ) -> dict[str, Any]:
+                key_findings: list[Document] | None = None, related: list[Document] | None = None,
+                own_words: str = "") -> dict[str, Any]:
+        # `question` is what was asked with a follow-up's topic; `own_words`, what the reader wrote
         if unanswered is not None:
             # findings only: a related paper's aim or methods would read as if it answered
             quoted = self.quotations.quotations(content_words(question) or {""}, set(), related, findings_only=True,
@@ -248,7 +255,7 @@ class CitedAnswerBuilder:
         # answer is built as for any other question.
         quoted_comparison = bool(quoted)
         asked, quoted_as_asked = (None, []) if not supported or quoted_comparison else \
-            self._quoting_what_is_asked(question, topic_question, supported, documents)
+            self._quoting_what_is_asked(own_words, topic_question, supported, documents)
         extractive = not supported or quoted_comparison or bool(quoted_as_asked)
         if quoted_comparison:
             claims, _ = self.quotations.with_each_subject(quoted, quoted, subqueries or [], subjects or [], documents)
@@ -265,7 +272,7 @@ class CitedAnswerBuilder:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
             per_part = self.quotations.extract_per_part(subqueries, subjects or [], documents) if subqueries else []
             claims = per_part or self.quotations.extract(
-                question, documents, topic_question, looked_up,
+                own_words if topic_question else question, documents, topic_question, looked_up,
                 specific=self._specific_stems(word_shares))
             notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
                          "the papers' findings instead." if left_out and raw_answer.strip() else
@@ -312,7 +319,7 @@ class CitedAnswerBuilder:
             return not_answered(question, [chunks[0] for chunks in by_id.values()], (
                 "Neither the model's answer nor any passage shown states a finding that answers this."),
                 model_asked=bool(raw_answer.strip()))
-        unaddressed = self._unaddressed(question, claims, topic_question, word_shares) if topic_question else []
+        unaddressed = self._unaddressed(own_words, claims, topic_question, word_shares) if topic_question else []
         if unaddressed:
             closest = [chunks[0] for chunks in by_id.values()]
             return not_answered(question, closest, (
@@ -413,15 +420,16 @@ class CitedAnswerBuilder:
         """For a follow-up whose answer the model's supported sentences do not give: what it asks for, in words, and
         the quotations that give it. What it asks for is a number, a method, harms or significance
         (`follow_up_asks`), else what its own words name ("What about its effect on healthcare resources?": a
-        sentence naming healthcare resources). (None, []) when the model's answer gives it, or no passage does."""
+        sentence naming healthcare resources). (None, []) when the model's answer gives it, or no passage does.
+        `question`: the follow-up's own words."""
         if not topic_question:
             return None, []
-        ask = asked_for(follow_up_text(question))
+        ask = asked_for(question)
         if ask is not None:
             says, wanted = ask.says, ask.wanted
         else:
             own = follow_up_words(question, topic_question) - _ASKING_WORDS
-            named = [w for w in re.findall(r"[\w-]+", follow_up_text(question))
+            named = [w for w in re.findall(r"[\w-]+", question)
                      if content_words(w) and content_words(w) <= own]
             if not named:
                 return None, []

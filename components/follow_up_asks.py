@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pmc_rag.components.citations import content_words
 from pmc_rag.components.claim_signals import states_an_aim
-from pmc_rag.components.follow_up_query import follow_up_text, is_follow_up
+from pmc_rag.components.follow_up_query import follow_up_query
 
 # A number as papers write one: digits, or a number word ("Seventeen patients", "Forty consecutive ...").
 _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
@@ -149,14 +149,14 @@ def asked_for(question: str) -> Ask | None:
     return Ask("method", _stems(which.group(1)), True, f"which {which.group(1).lower()}") if which else None
 
 
-def searched_for(query: str) -> str:
-    """What a follow-up searches for: the query with the words papers use for what it asks, before its topic.
-    "What about its side effects? toxicity tolerated adverse events ... (follow-up to: ...)" finds the paper's
-    safety results, which never say "side effects". Any other query is searched as it is."""
-    if not is_follow_up(query):
-        return query
-    asked = follow_up_text(query)
-    ask = asked_for(asked)
+def searched_for(question: str, follow_up_to: str | None = None) -> str:
+    """What a question searches for. A follow-up (`follow_up_to`, the question it follows up): its words, then the
+    words papers use for what it asks, then its topic (`follow_up_query`). "What about its side effects? toxicity
+    tolerated adverse events ... (follow-up to: ...)" finds the paper's safety results, which never say "side
+    effects". Any other question is searched as it is."""
+    if not follow_up_to:
+        return question
+    ask = asked_for(question)
     if ask is None or not ask.search_words:
-        return query
-    return f"{asked} {ask.search_words}{query[len(asked):]}"
+        return follow_up_query(question, follow_up_to)
+    return follow_up_query(f"{question} {ask.search_words}", follow_up_to)

@@ -1,42 +1,57 @@
-"""How a follow-up question travels through a pipeline: the question, then the topic it follows up.
+"""FollowUpQuery: the text a follow-up question is searched with, its own words and then the question it follows up.
 
-A conversation (`pmc_rag.answering.conversation`) sends a follow-up such as "What about its side effects?" to
-retrieval and to the model as `"What about its side effects? (follow-up to: Is erlotinib effective?)"`, so that
-the search carries the topic along. The components that must judge the reader's own words (the router, the
-relevance gate, the answer builder, the follow-up asks) read the two parts back with these functions; they live
-among the components so that no component imports the serving layer.
+In a conversation (`pmc_rag.answering.conversation`) a follow-up such as "What about its side effects?" reaches a
+pipeline as two inputs: `question` (the reader's words) and `follow_up_to` (the question it follows up, which says
+what "it" is). The components that judge the reader's words (the router, the relevance gate, the answer builder)
+take both and never read them back out of a joined text; what is searched, embedded and shown to the model carries
+the topic along, written as `"What about its side effects? (follow-up to: Is erlotinib effective?)"`.
 
 Usage:
 ```python
-from pmc_rag.components.follow_up_query import follow_up_query, follow_up_text, follow_up_topic, is_follow_up
+from pmc_rag.components.follow_up_query import FollowUpQuery, follow_up_query
 
-query = follow_up_query("What about its side effects?", "Is erlotinib effective?")
-is_follow_up(query)      # True
-follow_up_text(query)    # "What about its side effects?"
-follow_up_topic(query)   # "Is erlotinib effective?"
+FollowUpQuery().run(question="What about its side effects?", follow_up_to="Is erlotinib effective?")
+# {"query": "What about its side effects? (follow-up to: Is erlotinib effective?)"}
+follow_up_query("Is erlotinib effective?", None)   # "Is erlotinib effective?": any other question as it is
 ```
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+
 FOLLOW_UP_LABEL = " (follow-up to: "
 
 
-def follow_up_query(question: str, topic: str) -> str:
-    """The query a follow-up is searched and answered with: the question, then its topic."""
-    return f"{question}{FOLLOW_UP_LABEL}{topic})"
+def follow_up_query(question: str, follow_up_to: str | None) -> str:
+    """The text a follow-up is searched and answered with: the question, then its topic (the question alone when
+    it follows up nothing)."""
+    return f"{question}{FOLLOW_UP_LABEL}{follow_up_to})" if follow_up_to else question
 
 
-def is_follow_up(query: str) -> bool:
-    """Whether a query is a follow-up (`follow_up_query` carried a topic along)."""
-    return FOLLOW_UP_LABEL in query and query.endswith(")")
+@component
+class FollowUpQuery:
+    """The search text of a question: a follow-up's words with the question it follows up, any other as it is.
 
+    Pipelines without a router (rag_single.yml and its variants) search with it; the router writes the same text
+    into its `search_question` (with the words papers use for what a follow-up asks).
+    """
 
-def follow_up_text(query: str) -> str:
-    """The follow-up itself, without the topic appended (any other query as it is)."""
-    return query.split(FOLLOW_UP_LABEL, 1)[0]
+    @component.output_types(query=str)
+    def run(self, question: str, follow_up_to: str | None = None) -> dict[str, Any]:
+        """
+        :param question: The question as asked.
+        :param follow_up_to: In a conversation, the question this one follows up (set by the server); None for a
+            question that stands alone.
+        :returns: `query`: the text to search, embed and rank by.
+        """
+        return {"query": follow_up_query(question, follow_up_to)}
 
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self)
 
-def follow_up_topic(query: str) -> str | None:
-    """The topic a follow-up query carries, None for any other query."""
-    return query.split(FOLLOW_UP_LABEL, 1)[1][:-1] if is_follow_up(query) else None
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FollowUpQuery:
+        return default_from_dict(cls, data)

@@ -13,7 +13,6 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import paper_ids
 from pmc_rag.components.follow_up_asks import searched_for
-from pmc_rag.components.follow_up_query import is_follow_up
 
 ROUTES = ("single", "summarise", "compare", "several", "overview", "multi_step")
 
@@ -92,8 +91,8 @@ class QuestionRouter:
     more named subjects), `several` (more than one question in one message), `overview` ("what is known about
     ..."), `multi_step` (the first results name something a second search must look up).
 
-    A follow-up in a conversation (the server's "<question> (follow-up to: <topic>)") takes the single path: it is
-    answered from the topic's papers. For anything else, layers, in order:
+    A follow-up in a conversation (`follow_up_to`, the question it follows up, set by the server) takes the single
+    path: it is answered from the topic's papers, and searches with its topic (`FollowUpQuery`'s text). For anything else, layers, in order:
     1. Rules: ids (PMC, PMID, DOI, `doc:`), a named paper ("the FIELT trial") with a summary verb, "vs",
        "compare", "what is known about", several question marks or numbered parts. They decide when they match.
     2. Similarity to labelled exemplars: when no rule matches, the question's embedding (the query embedder's,
@@ -185,18 +184,21 @@ class QuestionRouter:
 
     @component.output_types(route=str, route_layer=str, subjects=list[str], search_question=str, paper=str,
                             subqueries=list[str], follow_up=str, step_paper=str, step_question=str)
-    def run(self, question: str, query_embedding: list[float] | None = None) -> dict[str, Any]:
+    def run(self, question: str, query_embedding: list[float] | None = None, follow_up_to: str | None = None
+            ) -> dict[str, Any]:
         """
         :param question: The question as asked.
         :param query_embedding: Its embedding (normalised), for the similarity layer.
+        :param follow_up_to: In a conversation, the question this one follows up (set by the server); None for a
+            question that stands alone.
         """
-        route, layer, paper = self.decide(question, query_embedding)
+        route, layer, paper = self.decide(question, query_embedding, follow_up_to=follow_up_to)
         result: dict[str, Any] = {"route": route, "route_layer": layer, "subjects": []}
         if route == "summarise":
             result["paper"] = paper or _paper_phrase(question)
             return result
         # A follow-up searches with the words papers use for what it asks ("toxicity" for "side effects").
-        result["search_question"] = searched_for(question)
+        result["search_question"] = searched_for(question, follow_up_to)
         if route == "compare":
             result["subjects"] = compared_subjects(question)
             if len(result["subjects"]) >= 2:
@@ -221,14 +223,13 @@ class QuestionRouter:
                 result["subqueries"] = parts
         return result
 
-    def decide(self, question: str, query_embedding: list[float] | None = None, *, leave_out: bool = False
-               ) -> tuple[str, str, str | None]:
+    def decide(self, question: str, query_embedding: list[float] | None = None, *, leave_out: bool = False,
+               follow_up_to: str | None = None) -> tuple[str, str, str | None]:
         """(route, layer, the named paper's id or None). `leave_out`: an exemplar with the question's own text
         does not vote (for measuring the router on the questions its exemplars come from)."""
-        if is_follow_up(question):
-            # The server sends a follow-up in a conversation as "<question> (follow-up to: <topic>)"
-            # (pmc_rag/answering/conversation.py) and answers it from the topic's papers, by the single path: the two
-            # question marks are not two questions, and another route's searches would leave those papers.
+        if follow_up_to:
+            # The server answers a follow-up in a conversation from the topic's papers, by the single path
+            # (pmc_rag/answering/conversation.py): another route's searches would leave those papers.
             return "single", "follow-up", None
         route, layer, paper = self._rule(question)
         if route is None:

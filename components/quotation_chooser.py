@@ -27,7 +27,7 @@ from pmc_rag.components.citations import by_paper, canonical_id, content_words
 from pmc_rag.components.claim_signals import finding_rank, states_an_aim
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
 from pmc_rag.components.follow_up_asks import Ask, asked_for
-from pmc_rag.components.follow_up_query import follow_up_text
+from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
 
@@ -64,7 +64,7 @@ class QuotationChooser:
     def run(self, question: str, documents: list[Document], topic_question: str | None = None,
             specific_words: list[str] | None = None) -> dict[str, Any]:
         """
-        :param question: The question (a follow-up as the server asks it, with its topic question).
+        :param question: The question; for a follow-up (`topic_question`), its own words.
         :param documents: The excerpts, best first.
         :param topic_question: A follow-up's topic question: what the follow-up asks for is looked for first.
         :param specific_words: The question's rare words (stems): a finding naming one is chosen first.
@@ -79,8 +79,8 @@ class QuotationChooser:
                  looked_up: list[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
         """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
         result, never an aim, a caption, a method or background) that shares the question's words, its `specific`
-        ones (stems) first."""
-        question_words = content_words(question) or {""}
+        ones (stems) first. A follow-up's `question` is its own words; its `topic_question`'s words count too."""
+        question_words = content_words(follow_up_query(question, topic_question)) or {""}
         # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
         # side effects?". So do the names a two-step question looked up: "erlotinib" answers "Which drug did the
@@ -92,9 +92,9 @@ class QuotationChooser:
             # What the follow-up asks for (a count, a method, side effects) is looked for in the paper's words for
             # it, and the sentence that answered the topic question, which the reader has read, comes last. Its
             # words the topic shares ("How was dynamic stability measured?") say what it asks about.
-            ask = asked_for(follow_up_text(question))
+            ask = asked_for(question)
             own_words = (own_words - ask.misleading) | ask.words if ask else own_words
-            follow_up = {"ask": ask, "asked_words": content_words(follow_up_text(question)) -
+            follow_up = {"ask": ask, "asked_words": content_words(question) -
                          (ask.misleading if ask else set()),
                          "seen": {c["text"] for c in self.quotations(content_words(topic_question), set(), documents,
                                                                       True)}}
@@ -341,8 +341,10 @@ def cited_papers(claims: list[dict[str, Any]]) -> set[str]:
 
 
 def follow_up_words(question: str, topic_question: str) -> set[str]:
-    """The content words a follow-up adds to its topic question (the server asks "<follow-up> (follow-up to:
-    <topic>)")."""
+    """The content words a follow-up (its own words, `question`) adds to its topic question. Not "follow" either:
+    while follow-ups came joined to their topic by "(follow-up to: ...)", that word was always taken out with the
+    topic's, and the follow-up quotations were measured so ("How long were the patients followed?" then quotes
+    "... long-term treatment for 3 years", and otherwise the last answer again)."""
     return content_words(question) - content_words(f"{topic_question} follow-up to")
 
 

@@ -15,7 +15,7 @@ from pmc_rag.components.gate_classifier import GateClassifier
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import is_readable_evidence
 from pmc_rag.components.word_meaning import WordMeaning, names, text_words
-from pmc_rag.components.follow_up_query import is_follow_up
+from pmc_rag.components.follow_up_query import follow_up_query
 
 # Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
 # about ...", "Contrast robotic with laparoscopic surgery", "Ketamine versus morphine: which is better?") are rare
@@ -184,7 +184,7 @@ class RelevanceGate:
             query_embedding: list[float] | None = None, unknown_words: list[str] | None = None,
             topic_question: str | None = None, word_shares: dict[str, float] | None = None,
             covering: list[str] | None = None, route: str | None = None,
-            question: str | None = None) -> dict[str, Any]:
+            question: str | None = None, follow_up_to: str | None = None) -> dict[str, Any]:
         """
         :param documents: The excerpts chosen for the prompt.
         :param scored: The semantic retriever's results, with their similarity scores.
@@ -201,16 +201,21 @@ class RelevanceGate:
         :param route: The question's kind, when a router says it (for `words_apart_routes`).
         :param question: The question as asked (for `phrases_together`; for a follow-up, only its words are judged,
             not the words its search added).
+        :param follow_up_to: In a conversation, the question this one follows up (set by the server; the topic
+            question when `topic_question` is given): the words judged are the follow-up's and its topic's, not the
+            words its search added for what it asks.
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
             words; with `min_similarity_related`, also `related`: the closest papers' excerpts, when close enough.
         """
         scored = [d for d in scored or [] if d.score is not None]
         best = max((d.score for d in scored), default=None)
-        if question and is_follow_up(question):
+        follow_up_to = follow_up_to or topic_question
+        if question and follow_up_to:
             # A follow-up's search carries the words papers use for what it asks ("enrolled" for "How many women
             # took part?", `follow_up_asks.searched_for`): the gate judges the words the reader wrote. Judged
             # with them, "enrolled" had to be in the topic paper, and the count was turned away.
+            question = follow_up_query(question, follow_up_to)  # the reader's words and the topic's
             written = content_words(question)
             word_shares = {w: s for w, s in (word_shares or {}).items() if content_words(w) <= written}
             unknown_words = [w for w in unknown_words or [] if content_words(w) <= written]

@@ -8,6 +8,8 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
 
+from pmc_rag.components.follow_up_query import follow_up_query
+
 logger = logging.getLogger(__name__)
 
 
@@ -68,9 +70,10 @@ class WebFallback:
             self.web_search.warm_up()
 
     @component.output_types(web_results=list[Document], web_note=str)
-    def run(self, question: str, unanswered: list[Document]) -> dict[str, Any]:
+    def run(self, question: str, unanswered: list[Document], follow_up_to: str | None = None) -> dict[str, Any]:
         """
         :param question: The user's question, searched as it is.
+        :param follow_up_to: In a conversation, the question this one follows up: searched along with it.
         :param unanswered: From `RelevanceGate`: the closest papers, which do not answer the question. This
             component runs only when the gate sends them.
         :returns: `web_results`: web pages, each with `meta` `source_kind` "web", `url`, `title` and
@@ -80,7 +83,7 @@ class WebFallback:
             return {"web_results": [], "web_note": ""}
         name = type(self.web_search).__name__
         try:
-            found = self.web_search.run(query=question).get("documents") or []
+            found = self.web_search.run(query=follow_up_query(question, follow_up_to)).get("documents") or []
         except Exception as error:  # a web search that fails leaves the literature's answer as it is
             logger.warning("web search %s failed: %s", name, error)
             return {"web_results": [], "web_note": f"The web search ({name}) failed: {error}."}

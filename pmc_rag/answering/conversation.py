@@ -5,8 +5,10 @@ along*: a question that refers back (a pronoun such as "it" or "they", "what abo
 that has fewer than six content words one of which it shares with the topic, or that names nothing new (no
 capitalised word after the first) and either has fewer than three content words or asks for a detail of the
 study in fewer than six ("How long was progression-free survival?", "Which brain regions were affected?"; but
-not "What is the capital of France?" or "Does aspirin prevent stroke?") is sent to retrieval and to the model as `"<question> (follow-up to: <topic>)"`,
-where the topic is the last question that did not refer back, the one that says what "it" is. A follow-up to a
+not "What is the capital of France?" or "Does aspirin prevent stroke?") is a follow-up: its standalone query, which
+the conversation keeps and the answer shows, is `"<question> (follow-up to: <topic>)"`, where the topic is the last
+question that did not refer back, the one that says what "it" is. The pipeline gets the two apart: the question as
+`question`, the topic as `follow_up_to` (`pmc_rag.components.follow_up_query`). A follow-up to a
 follow-up keeps that topic: after "Is erlotinib effective?" and "What about its side effects?", "Does it prolong
 survival?" is about erlotinib, not about "its side effects". This is deterministic and costs nothing, unlike
 asking the model to rewrite the question (a 0.5B model rewrites unreliably and adds seconds).
@@ -25,7 +27,7 @@ import re
 from typing import Any
 
 from pmc_rag.components.citations import canonical_id, content_words
-from pmc_rag.components.follow_up_query import follow_up_query, follow_up_text, follow_up_topic, is_follow_up
+from pmc_rag.components.follow_up_query import FOLLOW_UP_LABEL, follow_up_query
 
 _REFERS_BACK = re.compile(
     r"\b(?:it|its|it's|they|them|their|theirs|this|that|these|those|the (?:drug|treatment|therapy|intervention|"
@@ -51,6 +53,21 @@ def standalone_query(question: str, previous_queries: list[str]) -> str:
     if not _REFERS_BACK.search(question) and not continues:
         return question
     return follow_up_query(question, topic)
+
+
+def is_follow_up(query: str) -> bool:
+    """Whether a standalone query (as `standalone_query` made it, and the conversation keeps it) is a follow-up."""
+    return FOLLOW_UP_LABEL in query and query.endswith(")")
+
+
+def follow_up_text(query: str) -> str:
+    """A standalone query's own words: a follow-up without its topic, any other query as it is."""
+    return query.split(FOLLOW_UP_LABEL, 1)[0]
+
+
+def follow_up_topic(query: str) -> str | None:
+    """The topic a follow-up's standalone query carries, None for any other query."""
+    return query.split(FOLLOW_UP_LABEL, 1)[1][:-1] if is_follow_up(query) else None
 
 
 def topic_papers(previous_queries: list[str], cited_per_turn: list[list[str]]) -> list[str]:

@@ -218,6 +218,11 @@ class AnswerService:
         if "carried_chunk_ids" in self.pipeline.inputs:
             carried = [c for c in state.cited_chunk_ids if not papers or state.chunk_papers.get(c) in papers]
             inputs["carried_chunk_ids"] = carried[: self.carried_chunks] or None
+        asked = query
+        if is_follow_up(query) and "follow_up_to" in self.pipeline.inputs:
+            # the reader's words and the question they follow up, apart (a pipeline without the input gets both
+            # as one text, as pipelines did before it)
+            asked, inputs["follow_up_to"] = follow_up_text(query), conversation_topic(state.questions)
         if papers and "topic_question" in self.pipeline.inputs:
             inputs["topic_question"] = conversation_topic(state.questions)
         lifetime = current_lifetime.get()
@@ -230,7 +235,7 @@ class AnswerService:
                 on_token(chunk)
 
         def run() -> dict[str, Any]:
-            return self._pipeline_answer(query, haystack_filters, inputs, streaming_callback=watched,
+            return self._pipeline_answer(asked, haystack_filters, inputs, streaming_callback=watched,
                                          on_excerpts=stream.set_excerpts if stream else None)[0]
 
         if self.slots is None:

@@ -156,19 +156,19 @@ def test_the_similarity_layer_cannot_send_a_question_where_its_route_has_nothing
 
 
 def test_a_follow_up_in_a_conversation_takes_the_single_path():
-    """The server sends "What about its side effects? (follow-up to: Is erlotinib effective ...?)": two question
-    marks, yet one question, answered from the topic's papers (routed as 'several', its part searches had left
-    them: 19 of 51 conversation turns cited an off-topic paper)."""
-    from pmc_rag.answering.conversation import standalone_query
-
-    query = standalone_query("What about its side effects?", ["Is first-line erlotinib effective in NSCLC?"])
-    result = QuestionRouter(exemplars="").run(question=query)
+    """The server sends "What about its side effects?" with `follow_up_to` "Is erlotinib effective ...?": answered
+    from the topic's papers by the single path (when the two came as one text, routed as 'several', its part
+    searches had left them: 19 of 51 conversation turns cited an off-topic paper)."""
+    topic = "Is first-line erlotinib effective in NSCLC?"
+    result = QuestionRouter(exemplars="").run(question="What about its side effects?", follow_up_to=topic)
     assert (result["route"], result["route_layer"]) == ("single", "follow-up")
     # It searches with the words papers use for side effects (since 2026-11-27), before its topic.
     assert result["search_question"] == ("What about its side effects? toxicity tolerated adverse events safety "
                                          "complications (follow-up to: Is first-line erlotinib effective in NSCLC?)")
-    asking_a_finding = standalone_query("Does it prolong overall survival?", ["Is erlotinib effective in NSCLC?"])
-    assert QuestionRouter(exemplars="").run(question=asking_a_finding)["search_question"] == asking_a_finding
+    asking_a_finding = QuestionRouter(exemplars="").run(question="Does it prolong overall survival?",
+                                                         follow_up_to="Is erlotinib effective in NSCLC?")
+    assert asking_a_finding["search_question"] == ("Does it prolong overall survival? (follow-up to: Is erlotinib "
+                                                   "effective in NSCLC?)")
     assert QuestionRouter(exemplars="").run(question="What about its side effects? Is it safe?")["route"] == "several"
 
 

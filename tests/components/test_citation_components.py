@@ -16,6 +16,7 @@ from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
 from pmc_rag.components.empty_reply_generator import EmptyReplyGenerator
 from pmc_rag.components.excerpt_budget import ExcerptBudget
 from pmc_rag.components.excerpt_balance import ExcerptBalance
+from pmc_rag.components.follow_up_query import FollowUpQuery
 from pmc_rag.components.question_router import QuestionRouter
 from pmc_rag.components.question_sentences import QuestionSentences
 from pmc_rag.components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
@@ -327,6 +328,7 @@ def test_question_sentences_keep_what_the_question_asks_about_in_order_and_leave
     QuestionSentences(min_words=40, max_sentences=2),
     QuestionRouter(routes=["compare"], exemplars="", k=3, min_share=0.8),
     ExcerptBalance(top_k=4, max_per_paper=2),
+    FollowUpQuery(),
 ], ids=lambda c: type(c).__name__)
 def test_serialization_round_trip(component):
     data = component.to_dict()

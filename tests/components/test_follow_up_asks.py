@@ -62,9 +62,20 @@ def test_side_effects_are_looked_for_as_papers_write_them_and_never_as_effective
 def test_a_follow_up_searches_with_the_words_papers_use_for_what_it_asks():
     from pmc_rag.components.follow_up_asks import searched_for
 
-    topic = " (follow-up to: Is first-line erlotinib effective in EGFR-mutant lung cancer?)"
-    assert searched_for("What about its side effects?" + topic) == (
-        "What about its side effects? toxicity tolerated adverse events safety complications" + topic)
-    # A follow-up asking for a finding, and any question that is not a follow-up, search as they are.
-    assert searched_for("Does it prolong overall survival?" + topic) == "Does it prolong overall survival?" + topic
+    topic = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
+    carried = f" (follow-up to: {topic})"
+    assert searched_for("What about its side effects?", topic) == (
+        "What about its side effects? toxicity tolerated adverse events safety complications" + carried)
+    # A follow-up asking for a finding searches with its topic; a question that is not a follow-up, as it is.
+    assert searched_for("Does it prolong overall survival?", topic) == "Does it prolong overall survival?" + carried
     assert searched_for("What are the side effects of erlotinib?") == "What are the side effects of erlotinib?"
+
+
+def test_a_follow_up_is_searched_with_the_question_it_follows_up_and_any_other_question_as_it_is():
+    from pmc_rag.components.follow_up_query import FollowUpQuery
+
+    search_text = FollowUpQuery()
+    assert search_text.run(question="What about its side effects?", follow_up_to="Is erlotinib effective?") == {
+        "query": "What about its side effects? (follow-up to: Is erlotinib effective?)"}
+    assert search_text.run(question="Is erlotinib effective?") == {"query": "Is erlotinib effective?"}
+    assert search_text.run(question="Is erlotinib effective?", follow_up_to="") == {"query": "Is erlotinib effective?"}

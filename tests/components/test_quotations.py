@@ -26,7 +26,7 @@ def test_a_follow_up_whose_answer_ignores_what_it_compares_with_is_not_answered(
 
     def build(text, documents=EXCERPTS, question="How does it compare with gefitinib?", **kwargs):
         verified = verify(text, documents)
-        return CitedAnswerBuilder().run(question=f"{question} (follow-up to: {topic})", documents=documents,
+        return CitedAnswerBuilder().run(question=question, follow_up_to=topic, documents=documents,
                                         claims=verified["claims"], raw_answer=text, **kwargs)["answer"]
 
     follow_up = build("Erlotinib prolonged progression-free survival [PMC4816447].", topic_question=topic,
@@ -60,12 +60,13 @@ def test_a_follow_ups_quotation_is_chosen_by_its_own_words_first():
                                          "erlotinib in the study. Skin rash and diarrhoea were the most frequent side "
                                          "effects of erlotinib in these patients.", meta={"source_id": "PMC4816447"})]
     topic = "Is first-line erlotinib effective in lung cancer patients?"
-    question = f"What about its side effects? (follow-up to: {topic})"
-    quoted = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[], topic_question=topic)
+    question = "What about its side effects?"
+    quoted = CitedAnswerBuilder().run(question=question, follow_up_to=topic, documents=excerpts, claims=[],
+                                      topic_question=topic)
     assert quoted["answer"]["answer"].startswith("Skin rash and diarrhoea were the most frequent side effects")
     # Without the topic question, the topic's words carried in the query count most, yet a caption is never
     # quoted: it answers nothing.
-    caption = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[])
+    caption = CitedAnswerBuilder().run(question=question, follow_up_to=topic, documents=excerpts, claims=[])
     assert caption["answer"]["answer"].startswith("Skin rash and diarrhoea")
 
 
@@ -237,7 +238,7 @@ PARKINSON_TOPIC = ("Are knee extensor strength, dynamic stability and functional
 def follow_up(question: str, text: str = "", documents=PARKINSON, topic: str = PARKINSON_TOPIC) -> dict:
     verified = verify(text, documents) if text else {"claims": []}
     return CitedAnswerBuilder(extractive_sentences=1).run(
-        question=f"{question} (follow-up to: {topic})", documents=documents, claims=verified["claims"],
+        question=question, follow_up_to=topic, documents=documents, claims=verified["claims"],
         raw_answer=text, topic_question=topic)["answer"]
 
 

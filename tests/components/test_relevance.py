@@ -244,16 +244,16 @@ def test_a_follow_up_is_judged_by_its_own_words_not_by_the_words_its_search_adde
     shares = {"took": 0.004, "enrolled": 0.002, "postmenopausal": 0.003}
     topic = ("Are polymorphisms in oestrogen receptors genes associated with lipid levels in response to hormone "
              "therapy?")
-    follow_up = f"How many women took part? (follow-up to: {topic})"
+    follow_up = "How many women took part?"
     assert gate.run(documents=[excerpt], scored=[excerpt], word_shares=shares, topic_question=topic,
-                    question=follow_up) == {"documents": [excerpt]}
-    # Without the follow-up marker every searched word is judged, as before.
+                    question=follow_up, follow_up_to=topic) == {"documents": [excerpt]}
+    # Without the question it follows up, every searched word is judged, as for any question.
     assert "documents" not in gate.run(documents=[excerpt], scored=[excerpt], word_shares=shares,
                                        question="How many women took part?")
     # Nor are a follow-up's own rare words ("took") a second subject that one paper must name with the topic's:
     # every excerpt is from the papers under discussion (seen on the second held-aside conversations).
     assert gate.run(documents=[excerpt], scored=[excerpt], word_shares={**shares, "part": 0.004},
-                    topic_question=topic, question=follow_up) == {"documents": [excerpt]}
+                    topic_question=topic, question=follow_up, follow_up_to=topic) == {"documents": [excerpt]}
 
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

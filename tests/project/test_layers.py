@@ -4,6 +4,7 @@ components/, ingestion/ and evaluation/ into pmc_rag), so the test lays a copy o
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -66,3 +67,22 @@ def test_the_contract_catches_the_answering_package_importing_the_server(tmp_pat
     guards.write_text(guards.read_text() + "\nfrom pmc_rag.serving.uploads import Uploads  # noqa\n")
     result = lint(layout)
     assert result.returncode != 0 and "pmc_rag.answering.guards -> pmc_rag.serving.uploads" in result.stdout
+
+
+def test_no_component_reads_a_follow_up_back_out_of_a_joined_text():
+    """A follow-up reaches a pipeline as `question` and `follow_up_to` (issue 62): the components that judge the
+    reader's words take both, and none splits a joined "<question> (follow-up to: <topic>)" apart again. Only
+    the conversation, which keeps its standalone queries in that form, reads them."""
+    splitting = {"is_follow_up", "follow_up_text", "follow_up_topic", "FOLLOW_UP_LABEL"}
+    readers = {}
+    for path in sorted((PROJECT_ROOT / "components").glob("*.py")):
+        if path.name == "follow_up_query.py":  # it joins them, for the search text
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} | {
+            alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        if names & splitting:
+            readers[path.name] = sorted(names & splitting)
+    assert readers == {}
+    assert {"is_follow_up", "follow_up_text"} <= set(vars(__import__("pmc_rag.answering.conversation",
+                                                                   fromlist=["x"])))

@@ -128,14 +128,27 @@ def test_the_topic_papers_are_those_cited_since_the_topic_question():
     assert cited_per_turn_from_history(messages) == [["PMC4816447"], []]
 
 
-def test_a_follow_up_cites_only_the_papers_its_topic_question_cited(client):
+def test_a_follow_up_cites_only_the_papers_its_topic_question_cited(client, monkeypatch):
+    from pmc_rag.pipelines import DeclaredPipeline
+
+    runs = []
+    run = DeclaredPipeline.run
+
+    def recorded(self, component_inputs=None, **values):
+        runs.append(values)
+        return run(self, component_inputs=component_inputs, **values)
+
+    monkeypatch.setattr(DeclaredPipeline, "run", recorded)
     first = client.post("/rag/run", json={"question": QUESTION}).json()["result"]
     topic = {r["source_id"] for r in first["references"]}
-    assert "PMC4816447" in topic
+    assert "PMC4816447" in topic and not any("follow_up_to" in r for r in runs)  # (none if it came from the cache)
     for question in ("Does it prolong overall survival?", "Were there any complications?"):
         answer = client.post("/rag/run", json={"question": question,
                                                "conversation_id": first["conversation_id"]}).json()["result"]
         assert answer["standalone_query"].startswith(question + " (follow-up to: ")
+        # The pipeline gets the reader's words and the question they follow up apart, never joined into one text.
+        assert (runs[-1]["question"], runs[-1]["follow_up_to"], runs[-1]["topic_question"]) == (
+            question, QUESTION, QUESTION)
         assert {r["source_id"] for r in answer["references"]} <= topic, answer["references"]
         assert {s["source_id"] for s in answer["sources"]} <= topic
         assert any("the papers this conversation is about (" in n for n in answer["notes"])
