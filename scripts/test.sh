@@ -6,6 +6,8 @@
 #                              tests replay replies recorded from the real model
 # The tests run on every core (pytest-xdist; PMC_RAG_TEST_WORKERS=N for N workers, 0 for one process): each worker
 # starts its own PostgreSQL and, where a test needs it, its own model server.
+# The vectors of the bundled articles the tests ingest are embedded once and kept in .pmc-rag/cache/pmc-rag/test-vectors/
+# for later runs (PMC_RAG_TEST_VECTORS=run: this run only).
 # Tests start their own embedded PostgreSQL in a temporary folder (or use PMC_RAG_TEST_PG_CONN_STR) and never
 # touch the database in .pmc-rag/ (they do put the verified embedded model in .pmc-rag/models/ if it is missing).
 set -euo pipefail

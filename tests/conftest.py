@@ -114,9 +114,10 @@ def indexing_yaml_for(table_name: str, **changes) -> str:
 
 class RememberedVectors:
     """An embedding backend that embeds each text once: asked again (the same text, the same embedder), it gives
-    the vector it gave before. With a `shared` file, the test processes of one run (pytest-xdist's workers) share
-    them: one embeds a text while the others wait, then they read its vector. The file only grows (a JSON line per
-    text), so each process reads only what was added since it last looked."""
+    the vector it gave before. With a `shared` file, the test processes (pytest-xdist's workers, and the runs after
+    this one) share them: one embeds a text while the others wait, then they read its vector. The file only grows
+    (a JSON line per text), so each process reads only what was added since it last looked; a line cut short (a
+    run killed while writing) is skipped, and its text embedded again."""
 
     def __init__(self, backend, remembered: dict[str, list[float]], shared: Path | None = None):
         self.backend = backend
@@ -142,25 +143,55 @@ class RememberedVectors:
             return
         with self.shared.open() as shared:
             shared.seek(_SHARED_READ_UP_TO.get(self.shared, 0))
-            self.remembered.update(json.loads(line) for line in shared)
+            for line in shared:
+                with contextlib.suppress(ValueError):
+                    text, vector = json.loads(line)
+                    self.remembered[text] = vector
             _SHARED_READ_UP_TO[self.shared] = shared.tell()
 
 
-# Chunk vectors embedded in this test run, per embedder (its to_dict): the tests ingest the same bundled articles
-# into many tables (the sample's, the serving tests' own, the ingestion tests'), and embedding them again costs
-# about half a minute each on 2 cores. The rest of the ingestion (chunking, writing, BM25) runs every time.
+# Chunk vectors embedded by the tests, per embedder (its to_dict), this CPU and these library versions: the tests
+# ingest the same bundled articles into many tables (the sample's, the serving tests' own, the ingestion tests'),
+# and embedding them costs about half a minute on 2 cores, in every run. They are kept between runs in the user's
+# cache (like the model weights), ~/.cache/pmc-rag/test-vectors; PMC_RAG_TEST_VECTORS=run keeps them for this run
+# only (shared by its workers). The rest of the ingestion (chunking, writing, BM25) runs every time.
 _REMEMBERED_VECTORS: dict[str, dict[str, list[float]]] = {}
-_SHARED_VECTORS: Path | None = None  # the folder pytest-xdist's workers share them in
+_SHARED_VECTORS: Path | None = None  # the folder the test processes share them in
 _SHARED_READ_UP_TO: dict[Path, int] = {}  # how far this process has read each shared file
+_MAX_SHARED_BYTES = 64 * 2**20  # a file grown past this (texts of older chunkings) starts again
+
+
+def _vectors_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.environ.get("PMC_RAG_TEST_VECTORS", "").lower() == "run":
+        # under pytest-xdist, each worker's temporary folder is one of its run's (`<basetemp>/gw0`, `gw1`, ...)
+        base = tmp_path_factory.getbasetemp()
+        return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "remembered-vectors"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "pmc-rag" / "test-vectors"
+
+
+def _this_cpu_and_libraries() -> str:
+    """What a float32 vector depends on besides the embedder's settings: the CPU (its kernels) and the libraries."""
+    import sentence_transformers
+    import torch
+
+    cpu = ""
+    with contextlib.suppress(OSError):
+        block = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+        cpu = "\n".join(line for line in block.splitlines()
+                        if line.split(":")[0].strip() in {"vendor_id", "cpu family", "model", "model name", "flags"})
+    return f"{cpu}|torch {torch.__version__}|sentence-transformers {sentence_transformers.__version__}"
 
 
 @pytest.fixture(scope="session", autouse=True)
 def vectors_shared_between_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Under pytest-xdist, each worker's temporary folder is one of its run's (`<basetemp>/gw0`, `gw1`, ...)."""
     global _SHARED_VECTORS
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        _SHARED_VECTORS = tmp_path_factory.getbasetemp().parent / "remembered-vectors"
-        _SHARED_VECTORS.mkdir(exist_ok=True)
+    _SHARED_VECTORS = _vectors_folder(tmp_path_factory)
+    _SHARED_VECTORS.mkdir(parents=True, exist_ok=True)
+    for path in _SHARED_VECTORS.glob("*.jsonl"):
+        with filelock.FileLock(f"{path}.lock"):
+            if path.exists() and path.stat().st_size > _MAX_SHARED_BYTES:
+                path.unlink()
 
 
 def indexing_pipeline_for(table_name: str) -> Pipeline:
@@ -169,7 +200,7 @@ def indexing_pipeline_for(table_name: str) -> Pipeline:
     pipeline = Pipeline.loads(indexing_yaml_for(table_name), allowed_modules=ALLOWED_MODULES)
     embedder = pipeline.get_component("embedder")
     embedder.warm_up()
-    key = json.dumps(embedder.to_dict(), sort_keys=True, default=str)
+    key = json.dumps(embedder.to_dict(), sort_keys=True, default=str) + _this_cpu_and_libraries()
     shared = _SHARED_VECTORS / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl" if _SHARED_VECTORS else None
     embedder.embedding_backend = RememberedVectors(embedder.embedding_backend,
                                                    _REMEMBERED_VECTORS.setdefault(key, {}), shared)
