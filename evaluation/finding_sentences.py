@@ -2,6 +2,7 @@
 
     python -m pmc_rag.evaluation.finding_sentences             # the table: patterns against the classifier
     python -m pmc_rag.evaluation.finding_sentences --train     # (re)train components/resources/finding_sentences.json
+    python -m pmc_rag.evaluation.finding_sentences --floor     # how many findings each classifier floor demotes
 
 The quotation step shows a paper's own finding, and which sentence is one has been decided by hand-written
 patterns (`claim_signals.finding_rank`). Here that is learned instead, and measured on material written another way:
@@ -164,12 +165,35 @@ def report(judges: dict[str, object], sets: dict[str, list[Labelled]]) -> str:
     return "\n".join(rows)
 
 
+def floor_report(sets: dict[str, list[Labelled]], floors: tuple[float, ...] = (0.01, 0.02, 0.03, 0.05, 0.1)) -> str:
+    """A markdown table: at each floor, how many findings and other sentences the classifier puts under it (the
+    quotation step takes those for an aim, a method or background, whatever their section:
+    `claim_signals.NOT_A_FINDING_BELOW`)."""
+    from pmc_rag.components.finding_classifier import shipped_classifier
+
+    classifier = shipped_classifier()
+    rows = ["| set | floor | findings under it | other sentences under it |", "|---|---:|---:|---:|"]
+    for set_name, items in sets.items():
+        scored = [(classifier.probability(item.sentence), item.finding) for item in items]
+        findings, others = sum(f for _, f in scored), sum(not f for _, f in scored)
+        for floor in floors:
+            under = sum(p < floor and f for p, f in scored)
+            rows.append(f"| {set_name} | {floor:g} | {under} of {findings} ({under / max(1, findings):.1%}) | "
+                        f"{sum(p < floor and not f for p, f in scored)} of {others} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="train the classifier and write its file first")
+    parser.add_argument("--floor", action="store_true", help="only the table of the classifier's floor (how many "
+                                                             "findings and other sentences each floor demotes)")
     args = parser.parse_args(argv)
     learn, tuning = split_by_paper(abstract_sentences())
     held_aside = held_aside_sentences()
+    if args.floor:
+        print(floor_report({"tuning (abstracts held out)": tuning, "held aside (full texts)": held_aside}))
+        return 0
     judges: dict[str, object] = {"patterns (finding_rank, sentence alone)": pattern_says_finding}
     if args.train:
         from pmc_rag.components.finding_classifier import train_finding_classifier
