@@ -25,7 +25,6 @@ def run_routes(progress: bool = True, path: str | None = None, router_pipeline: 
     With `router_pipeline` (a pipeline whose `router` has a `chat_generator`, e.g. rag_routed_llm), a third check
     adds its model layer (the pipeline's local model server is started), and the first `model_questions` PubMedQA
     questions go through it too."""
-    from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
     from pmc_rag.environment import configure_environment
 
     configure_environment()  # offline unless allowed
@@ -34,8 +33,7 @@ def run_routes(progress: bool = True, path: str | None = None, router_pipeline: 
     router.warm_up()
     rules_only = QuestionRouter(exemplars="")
     with_model = _router_of(router_pipeline, path) if router_pipeline else None
-    embedder = OnnxTextEmbedder(normalize_embeddings=True)
-    embedder.warm_up()
+    embedding_of = _embeddings([row["question"] for row in questions])
     counts: dict[str, dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(
         lambda: [0, 0])))
     confusion: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
@@ -43,7 +41,7 @@ def run_routes(progress: bool = True, path: str | None = None, router_pipeline: 
     times_ms: list[float] = []
     layers: dict[str, int] = defaultdict(int)
     for number, row in enumerate(questions, 1):
-        embedding = embedder.run(text=row["question"])["embedding"]
+        embedding = embedding_of[row["question"]]
         started = time.perf_counter()
         route, layer, _ = router.decide(row["question"], embedding, leave_out=row["set"] != "held_aside")
         times_ms.append((time.perf_counter() - started) * 1000)
@@ -66,10 +64,10 @@ def run_routes(progress: bool = True, path: str | None = None, router_pipeline: 
         if progress and number % 50 == 0:
             print(f"  {number}/{len(questions)} questions", flush=True)
     times_ms.sort()
-    single_findings = _pubmedqa_routes(router, embedder)
-    single_findings["plain"] = _plain_routes(router, embedder)
+    single_findings = _pubmedqa_routes(router)
+    single_findings["plain"] = _plain_routes(router)
     if with_model is not None:
-        single_findings["with_model"] = _pubmedqa_routes(with_model, embedder, model_questions)
+        single_findings["with_model"] = _pubmedqa_routes(with_model, model_questions)
     return {"single_findings": single_findings,
             "counts": {s: {c: {k: {"right": t[0], "of": t[1]} for k, t in kinds.items()}
                            for c, kinds in checks.items()} for s, checks in counts.items()},
@@ -98,22 +96,33 @@ def _router_of(pipeline_name: str, path: str | None) -> QuestionRouter:
     return router
 
 
-def _pubmedqa_routes(router: QuestionRouter, embedder: Any, limit: int | None = None) -> dict[str, Any]:
+def _embeddings(texts: list[str]) -> dict[str, list[float]]:
+    """Each question's embedding by the query embedder's model (normalised, as the router reads it), embedded the
+    first time and read back from PMC_RAG_HOME/models/route-evaluation/ after that (`embedded_once`): the same
+    vectors, without embedding some 900 questions again at every run."""
+    from pmc_rag.components.onnx_text_embedder import embedded_once
+
+    vectors = embedded_once("sentence-transformers/all-MiniLM-L6-v2", texts, "route-evaluation")
+    return {text: vector.tolist() for text, vector in zip(texts, vectors, strict=True)}
+
+
+def _pubmedqa_routes(router: QuestionRouter, limit: int | None = None) -> dict[str, Any]:
     """The PubMedQA dev questions through the router: every one asks for one finding, yes or no, so each sent to
     another route is a question the router misreads (not labelled by us, and never an exemplar)."""
     from pmc_rag.evaluation.questions import load_questions
     from pmc_rag.paths import DEV_QUESTIONS
 
     questions = load_questions(DEV_QUESTIONS)[:limit]
+    embedding_of = _embeddings([question.question for question in questions])
     elsewhere = []
     for question in questions:
-        route, layer, _ = router.decide(question.question, embedder.run(text=question.question)["embedding"])
+        route, layer, _ = router.decide(question.question, embedding_of[question.question])
         if route != "single":
             elsewhere.append({"route": route, "layer": layer, "question": question.question})
     return {"questions": len(questions), "elsewhere": elsewhere}
 
 
-def _plain_routes(router: QuestionRouter, embedder: Any) -> dict[str, Any]:
+def _plain_routes(router: QuestionRouter) -> dict[str, Any]:
     """The plain-language questions (issue 61) through the router: each asks for one finding in a patient's,
     clinician's or researcher's words, written by another method than the labelled route questions. Per half, how
     many take the single path; the questions sent elsewhere are listed for the tuning half only (the other is
@@ -121,8 +130,10 @@ def _plain_routes(router: QuestionRouter, embedder: Any) -> dict[str, Any]:
     from pmc_rag.evaluation.plain_questions import load
 
     halves: dict[str, dict[str, Any]] = {}
-    for question in load():
-        route, layer, _ = router.decide(question["question"], embedder.run(text=question["question"])["embedding"])
+    questions = load()
+    embedding_of = _embeddings([question["question"] for question in questions])
+    for question in questions:
+        route, layer, _ = router.decide(question["question"], embedding_of[question["question"]])
         half = halves.setdefault(question["set"], {"questions": 0, "single": 0, "elsewhere": []})
         half["questions"] += 1
         half["single"] += route == "single"
