@@ -90,7 +90,7 @@ class ArticleWriter:
         ensure_filter_statistics(connection, self.document_store.schema_name, self.document_store.table_name)
         self._table_dimension = self._read_table_dimension(connection)
         self._connection = connection
-        self._check_dimension(self.document_store.embedding_dimension, "the store's `embedding_dimension`")
+        self.check_dimension(self.document_store.embedding_dimension, "the store's `embedding_dimension`")
 
     def close(self) -> None:
         if self._connection is not None:
@@ -104,7 +104,8 @@ class ArticleWriter:
         ).fetchone()
         return row[0] if row and row[0] > 0 else None
 
-    def _check_dimension(self, dimension: int, what: str) -> None:
+    def check_dimension(self, dimension: int, what: str) -> None:
+        """An `EmbeddingDimensionError` when `dimension` is not the table's (a new table: no check)."""
         if self._table_dimension is None or dimension == self._table_dimension:
             return
         store = self.document_store
@@ -160,6 +161,6 @@ class ArticleWriter:
                 raise ValueError(f"document {document.id} has no embedding; put an embedder before the writer")
             if not document.meta.get(self.source_id_field):
                 raise ValueError(f"document {document.id} has no meta['{self.source_id_field}']")
-            self._check_dimension(len(document.embedding), "the embedder's output dimension")
+            self.check_dimension(len(document.embedding), "the embedder's output dimension")
             rows[document.id] = (document.id, list(document.embedding), document.content or "", document.meta)
         return list(rows.values())

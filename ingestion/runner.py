@@ -12,11 +12,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
-from haystack import Pipeline
+from haystack import Document, Pipeline
 from haystack.core.errors import PipelineRuntimeError
 from tqdm import tqdm
 
-from pmc_rag.components.article_writer import EmbeddingDimensionError
+from pmc_rag.components.article_writer import ArticleWriter, EmbeddingDimensionError
 from pmc_rag.ingestion.article import Article
 from pmc_rag.ingestion.documents import check_collection
 from pmc_rag.ingestion.sources import expand_paths, read_articles
@@ -122,6 +122,7 @@ def _ingest(articles: Iterator[Article], pipeline: Pipeline, report: IngestRepor
         # An embedder that picks its precision by the machine says what it picked (AutoPrecisionDocumentEmbedder).
         described = (getattr(pipeline.get_component(name), "compute_description", "") for name in pipeline.graph.nodes)
         report.embedding = "; ".join(description for description in described if description)
+        _check_dimensions_first(pipeline)
 
     # The bar counts words, not articles: a full-text paper takes a hundred times longer than an abstract,
     # and words keep the time estimate honest whatever the mix.
@@ -149,6 +150,24 @@ def _ingest(articles: Iterator[Article], pipeline: Pipeline, report: IngestRepor
         bar.close()
         report.seconds = time.perf_counter() - started
     return report
+
+
+def _check_dimensions_first(pipeline: Pipeline) -> None:
+    """An embedder whose vectors do not fit the table its writer fills is an error before anything is embedded,
+    not after the first batch: one short text goes through the component that feeds each `ArticleWriter`."""
+    for name, writer in pipeline.walk():
+        if not isinstance(writer, ArticleWriter):
+            continue
+        for sender, _, data in pipeline.graph.in_edges(name, data=True):
+            if data.get("to_socket") is None or data["to_socket"].name != "documents":
+                continue
+            probe = [Document(content="dimension check", meta={"title": "", "section": ""})]
+            try:
+                embedded = pipeline.get_component(sender).run(documents=probe).get("documents") or []
+            except Exception:  # noqa: BLE001 - not an embedder this can ask alone: the writer checks at writing
+                continue
+            if embedded and embedded[0].embedding is not None:
+                writer.check_dimension(len(embedded[0].embedding), "the embedder's output dimension")
 
 
 def _run(pipeline: Pipeline, entry: str, documents: list) -> dict:
