@@ -117,8 +117,16 @@ def test_the_router_on_its_held_aside_questions():
 
 
 def test_the_exemplars_are_embedded_once_then_read_back_and_embedded_again_when_damaged(tmp_path, monkeypatch):
-    from pmc_rag.components import onnx_text_embedder
+    import shutil
 
+    from pmc_rag.components import onnx_text_embedder
+    from pmc_rag.components.data_home import models_dir
+
+    # A home of its own for the exemplars' vectors, with the ONNX export and the CPU trial's verdict copied in:
+    # exporting and trying them again is other tests' subject (tests/components/test_onnx_text_embedder.py).
+    for kept in ("onnx", "cpu-trials"):
+        if (models_dir() / kept).is_dir():
+            shutil.copytree(models_dir() / kept, tmp_path / "home" / "models" / kept)
     monkeypatch.setenv("PMC_RAG_HOME", str(tmp_path / "home"))
     first = QuestionRouter()
     first.warm_up()
