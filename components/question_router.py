@@ -92,7 +92,8 @@ class QuestionRouter:
     ..."), `multi_step` (the first results name something a second search must look up).
 
     A follow-up in a conversation (`follow_up_to`, the question it follows up, set by the server) takes the single
-    path: it is answered from the topic's papers, and searches with its topic (`FollowUpQuery`'s text). For anything else, layers, in order:
+    path: it is answered from the topic's papers, and searches with its topic (`FollowUpQuery`'s text). For
+    anything else, layers, in order:
     1. Rules: ids (PMC, PMID, DOI, `doc:`), a named paper ("the FIELT trial") with a summary verb, "vs",
        "compare", "what is known about", several question marks or numbered parts. They decide when they match.
     2. Similarity to labelled exemplars: when no rule matches, the question's embedding (the query embedder's,
