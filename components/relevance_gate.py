@@ -87,7 +87,7 @@ class RelevanceGate:
                  words_apart_routes: list[str] | None = None, phrases_together: bool = False,
                  meaning_model: str | None = None, min_word_similarity: float = 0.7, min_word_weight: float = 0.0,
                  classifier: str | None = None, min_similarity_related: float | None = None,
-                 related_papers: int = 2):
+                 related_papers: int = 2, min_meaning_carried: float | None = None):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -124,6 +124,12 @@ class RelevanceGate:
             best passage is at least this close to it (cosine) go to `related`, at most `related_papers` papers:
             the answer shows their findings, labelled as related, instead of nothing. None: never.
         :param related_papers: How many papers' excerpts `related` holds at most.
+        :param min_meaning_carried: With `meaning_model`, a passage names a word it does not contain when its
+            sentence closest to the question carries at least this share of the word's meaning there
+            (`WordMeaning.carried`: the drop in the question's similarity to that sentence when the word, with the
+            subject words around it, is taken out, over how far the question itself moves). A sentence that says
+            the word in other words carries much of it; a sentence on the rest of the question only, little or
+            none. None: only words and their near synonyms name a word.
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words,
                       min_similarity_related)
@@ -150,6 +156,7 @@ class RelevanceGate:
         self.classifier = classifier
         self.min_similarity_related = min_similarity_related
         self.related_papers = related_papers
+        self.min_meaning_carried = min_meaning_carried
         self._meaning: WordMeaning | None = None
         self._classifier = GateClassifier(_resource(classifier)) if classifier else None
 
@@ -172,7 +179,7 @@ class RelevanceGate:
                                phrases_together=self.phrases_together, meaning_model=self.meaning_model,
                                min_word_similarity=self.min_word_similarity, min_word_weight=self.min_word_weight,
                                classifier=self.classifier, min_similarity_related=self.min_similarity_related,
-                               related_papers=self.related_papers)
+                               related_papers=self.related_papers, min_meaning_carried=self.min_meaning_carried)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
@@ -243,7 +250,7 @@ class RelevanceGate:
             if self.max_gap is not None and not topic_question:
                 kept = self._close_papers(documents, scored, best, query_embedding, covering or [])
             if self.min_similarity_with_absent_words is not None and best < self.min_similarity_with_absent_words:
-                absent = self._absent_words(word_shares or {}, kept, asked)
+                absent = self._absent_words(word_shares or {}, kept, asked, question)
             # A follow-up's excerpts all come from the papers under discussion: its words ("How many women took
             # part?") are a detail of those papers, not a second subject another paper names.
             if not absent and not covering and not topic_question and self._judges_words_apart(route, best):
@@ -294,7 +301,7 @@ class RelevanceGate:
         kept = documents
         if self.max_gap is not None:
             kept = self._close_papers(documents, scored, best, query_embedding, covering)
-        absent = self._absent_words(word_shares, kept, asked)
+        absent = self._absent_words(word_shares, kept, asked, question)
         exempt = bool(covering) or (route is not None and self.words_apart_routes is not None
                                     and route not in self.words_apart_routes)
         apart = [] if exempt else self._named_apart(word_shares, kept, asked, question)
@@ -362,15 +369,13 @@ class RelevanceGate:
             phrases = [p for p in phrases if self._meaning.weight(question, p) >= self.min_word_weight]
         if len(specific) + len(phrases) < 2:
             return []
-        texts: dict[str, list[str]] = {}
-        for document in excerpts:
-            source_id = canonical_id(str(document.meta.get("source_id", "")))
-            texts.setdefault(source_id, [str(document.meta.get("title") or "")]).append(document.content or "")
         phrase_stems = [content_stems(p) for p in phrases]
-        for parts in texts.values():
+        for chunks in by_paper(excerpts).values():
+            parts = [str(chunks[0].meta.get("title") or "")] + [d.content or "" for d in chunks]
             stems = content_stems(" ".join(parts))
             words = text_words(" ".join(parts)) if self._meaning is not None else set()
-            if all(names(w, set(stems), words, self._meaning) for w in specific) and all(
+            unnamed = [w for w in specific if not names(w, set(stems), words, self._meaning)]
+            if not self._carried(question, unnamed, chunks) and all(
                     _names_phrase(stems, phrase) for phrase in phrase_stems):
                 return []
         return specific + phrases
@@ -395,14 +400,26 @@ class RelevanceGate:
             run = []
         return phrases
 
-    def _absent_words(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str]) -> list[str]:
-        """The question's specific words (a follow-up's topic question's aside) that no excerpt contains, stemmed."""
+    def _absent_words(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str],
+                      question: str | None = None) -> list[str]:
+        """The question's specific words (a follow-up's topic question's aside) that no excerpt contains, stemmed,
+        nor carries the meaning of (`min_meaning_carried`)."""
         specific = self._specific(word_shares, asked)
         if not specific:
             return []
         text = " ".join(d.content or "" for d in excerpts)
         stems, words = content_words(text), text_words(text) if self._meaning is not None else set()
-        return [w for w in specific if not names(w, stems, words, self._meaning)]
+        return self._carried(question, [w for w in specific if not names(w, stems, words, self._meaning)], excerpts)
+
+    def _carried(self, question: str | None, words: list[str], excerpts: list[Document]) -> list[str]:
+        """The words whose meaning in the question the excerpts' closest sentence does not carry (all of them
+        without `min_meaning_carried`)."""
+        if not words or self._meaning is None or not question or self.min_meaning_carried is None:
+            return words
+        sentences = [s for chunk in excerpts if is_readable_evidence(chunk)
+                     for s in split_sentences(" ".join((chunk.content or "").split())) if len(s.split()) >= 4]
+        return [w for w in words if self._meaning.carried(question, _phrase_around(question, w), sentences)
+                < self.min_meaning_carried]
 
     def _light_words(self, question: str, word_shares: dict[str, float], unknown_words: list[str]) -> set[str]:
         """The question's words that the checks would judge (unknown or specific) and that carry less than

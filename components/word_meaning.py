@@ -74,12 +74,25 @@ class WordMeaning:
         question's embedding with and without it (0 when the word is not in the question)."""
         import numpy as np
 
-        without = re.sub(r"(?i)(?<![\w-])" + re.escape(word) + r"(?![\w-])", " ", question)
-        without = re.sub(r"\s+", " ", without).strip()
+        without = _without(question, word)
         if without == re.sub(r"\s+", " ", question).strip():
             return 0.0
         whole, rest = self._text_vector(question), self._text_vector(without)
         return float(1 - whole @ rest / max(float(np.linalg.norm(whole) * np.linalg.norm(rest)), 1e-12))
+
+    def carried(self, question: str, phrase: str, sentences: list[str]) -> float:
+        """The share of the phrase's meaning in the question that the text carries: how far the question's
+        similarity to the text's closest sentence drops when the phrase is taken out, over how far the question's
+        own embedding moves (its `weight`). Near 1 or above when that sentence says what the phrase means in other
+        words; near 0 or below when it is about the rest of the question only (a bruxism study for "Is bruxism
+        associated with osteonecrosis?": the question comes as close to it, or closer, without "osteonecrosis")."""
+        without = _without(question, phrase)
+        if not sentences or without == re.sub(r"\s+", " ", question).strip():
+            return 0.0
+        closest = self.vectors(sentences)
+        whole, rest = self._text_vector(question), self._text_vector(without)
+        top = closest[int((closest @ whole).argmax())]
+        return float((top @ whole - top @ rest) / max(1.0 - float(whole @ rest), 1e-6))
 
     def _text_vector(self, text: str) -> Any:
         """A question's embedding, kept for the question's other words (each weighed against the whole)."""
@@ -90,6 +103,12 @@ class WordMeaning:
             while len(self._texts) > 64:
                 self._texts.popitem(last=False)
         return self._texts[text]
+
+
+def _without(question: str, phrase: str) -> str:
+    """The question with the phrase taken out (whole words only), spaces tidied."""
+    without = re.sub(r"(?i)(?<![\w-])" + re.escape(phrase) + r"(?![\w-])", " ", question)
+    return re.sub(r"\s+", " ", without).strip()
 
 
 def names(word: str, stems: set[str], words: set[str], meaning: WordMeaning | None) -> bool:

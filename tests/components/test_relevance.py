@@ -290,6 +290,39 @@ def test_with_the_embedding_model_a_passage_names_a_word_by_meaning_and_light_wo
     assert meaning.to_dict()["init_parameters"]["meaning_model"] == MINILM
 
 
+def test_a_passage_that_says_a_word_its_own_way_names_it_and_one_about_the_rest_does_not():
+    """Plain questions were turned away on everyday words the papers say otherwise ("shorten", "stop"; issue 61):
+    with `min_meaning_carried`, a word is named when the closest sentence carries its meaning in the question."""
+    from pmc_rag.components.word_meaning import WordMeaning
+    from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+    words = dict(min_similarity=0.5, min_similarity_with_absent_words=0.65, specific_word_max_share=0.01,
+                 meaning_model=MINILM, min_word_similarity=0.7, min_word_weight=0.1)
+    by_words, by_meaning = RelevanceGate(**words), RelevanceGate(**words, min_meaning_carried=0.6)
+    by_words.warm_up()
+    by_meaning.warm_up()
+    on_art = [Document(id="a1", score=0.55, meta={"source_id": "PMC7", "title": "ART cohorts"}, content=(
+        "Life expectancy was lower in patients who started antiretroviral therapy with low CD4 counts."))]
+    shorten = "does starting ART with a low CD4 count shorten life expectancy?"
+    shares = {"shorten": 0.001, "CD4": 0.02, "ART": 0.03}
+    assert "'shorten'" in by_words.run(documents=on_art, scored=on_art, word_shares=shares,
+                                       question=shorten)["why_unanswered"]
+    assert by_meaning.run(documents=on_art, scored=on_art, word_shares=shares, question=shorten) == {"documents": on_art}
+    # a passage on the rest of the question carries none of the missing subject: still held back
+    on_bruxism = [Document(id="b1", score=0.55, meta={"source_id": "PMC8", "title": "Bruxism"}, content=(
+        "Sleep bruxism was common among adults with anxiety and was associated with tooth wear."))]
+    bruxism = "Is bruxism associated with osteonecrosis?"
+    held = by_meaning.run(documents=on_bruxism, scored=on_bruxism, question=bruxism,
+                          word_shares={"bruxism": 0.001, "osteonecrosis": 0.001})
+    assert "'osteonecrosis'" in held["why_unanswered"]
+    meaning = WordMeaning(OnnxTextEmbedder(model=MINILM, normalize_embeddings=True))
+    assert meaning.carried(bruxism, "osteonecrosis", [on_bruxism[0].content]) < 0 < 0.6 < meaning.carried(
+        shorten, "low CD4 count shorten life expectancy", [on_art[0].content])
+    assert meaning.carried(bruxism, "absent", [on_bruxism[0].content]) == 0.0
+    assert RelevanceGate.from_dict(by_meaning.to_dict()).to_dict() == by_meaning.to_dict()
+    assert by_meaning.to_dict()["init_parameters"]["min_meaning_carried"] == 0.6
+
+
 def test_a_subject_of_several_words_is_weighed_whole():
     from pmc_rag.components.relevance_gate import _phrase_around
     from pmc_rag.components.word_meaning import WordMeaning
