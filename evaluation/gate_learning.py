@@ -2,6 +2,8 @@
 
     python -m pmc_rag.evaluation.gate_learning            # measure the shipped classifier beside the rules
     python -m pmc_rag.evaluation.gate_learning --train    # retrain resources/gate_classifier.json first
+    python -m pmc_rag.evaluation.gate_learning --try min_meaning_carried=0.4,0.6 --part tuning
+                                                          # the rules with one setting changed, side by side
 
 Every question goes through `pipelines/rag.yml` without generation, up to the relevance gate, which records what
 it measures (`RelevanceGate.measure`) instead of deciding. The classifier learns from the tuning sets only:
@@ -70,9 +72,11 @@ class _Recorder:
         return False
 
 
-def gather(sets: dict[str, list[str]], pipeline: str = "rag") -> list[dict[str, Any]]:
+def gather(sets: dict[str, list[str]], pipeline: str = "rag",
+           tried: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Each question's signals (None when the gate had nothing to measure: no excerpt), and whether the rules let
-    it through, from one retrieval-only run of `pipeline`."""
+    it through, from one retrieval-only run of `pipeline`; with `tried` (a label and the gate settings it changes),
+    also whether the rules so changed let it through (`tried`)."""
     from pmc_rag.components.relevance_gate import RelevanceGate
     from pmc_rag.database import ensure_database
     from pmc_rag.environment import configure_environment
@@ -87,12 +91,14 @@ def gather(sets: dict[str, list[str]], pipeline: str = "rag") -> list[dict[str, 
     rules = RelevanceGate.from_dict(gate.to_dict() | {"init_parameters": {
         **gate.to_dict()["init_parameters"], "classifier": None}})
     rules._meaning = gate._meaning  # the same model, loaded once
+    variants = {label: _changed(rules, changes) for label, changes in (tried or {}).items()}
     original_run = gate.run
     recorder = _Recorder()
     rows: list[dict[str, Any]] = []
 
     def run(**inputs: Any) -> dict[str, Any]:
         rows[-1]["rules_answer"] = "documents" in rules.run(**inputs)
+        rows[-1]["tried"] = {label: "documents" in variant.run(**inputs) for label, variant in variants.items()}
         return original_run(**inputs)
 
     gate.run = run  # type: ignore[method-assign]
@@ -101,7 +107,7 @@ def gather(sets: dict[str, list[str]], pipeline: str = "rag") -> list[dict[str, 
     for name, questions in sets.items():
         for question in questions:
             recorder.signals = None
-            rows.append({"set": name, "question": question, "rules_answer": None})
+            rows.append({"set": name, "question": question, "rules_answer": None, "tried": {}})
             declared.run(question=question)
             rows[-1]["signals"] = recorder.signals
             if len(rows) % 100 == 0:
@@ -109,8 +115,29 @@ def gather(sets: dict[str, list[str]], pipeline: str = "rag") -> list[dict[str, 
     return rows
 
 
+def _changed(rules: Any, changes: dict[str, Any]) -> Any:
+    """The rules' gate with some settings changed, sharing its loaded model."""
+    from pmc_rag.components.relevance_gate import RelevanceGate
+
+    data = rules.to_dict()
+    changed = RelevanceGate.from_dict(data | {"init_parameters": {**data["init_parameters"], **changes}})
+    changed._meaning = rules._meaning
+    return changed
+
+
+def parse_tried(text: str) -> dict[str, dict[str, Any]]:
+    """"min_meaning_carried=0.4,0.6" -> {"min_meaning_carried=0.4": {...: 0.4}, ...}; "none" is None."""
+    name, _, values = text.partition("=")
+    if not name or not values:
+        raise ValueError(f"--try takes a gate setting and its values, as min_meaning_carried=0.4,0.6 (got {text!r})")
+    parsed = {v: None if v.lower() in ("none", "null") else float(v) for v in values.split(",")}
+    return {f"{name}={v}": {name: value} for v, value in parsed.items()}
+
+
 def table(rows: list[dict[str, Any]], classifier: Any) -> str:
-    lines = ["| set | part | questions | measure | rules (rag.yml) | classifier |", "|---|---|---:|---|---:|---:|"]
+    labels = list(dict.fromkeys(label for r in rows for label in r.get("tried", {})))
+    lines = ["| set | part | questions | measure | rules (rag.yml) | classifier |" + "".join(f" {l} |" for l in labels),
+             "|---|---|---:|---|---:|---:|" + "---:|" * len(labels)]
     for name in TUNING + HELD_ASIDE:
         part = [r for r in rows if r["set"] == name]
         if not part:
@@ -119,9 +146,11 @@ def table(rows: list[dict[str, Any]], classifier: Any) -> str:
         by_rules = sum(bool(r["rules_answer"]) == answerable for r in part)
         by_classifier = sum((r["signals"] is not None and classifier.answerable(r["signals"])) == answerable
                             for r in part)
+        tried = "".join(f" {sum(r['tried'].get(label, False) == answerable for r in part) / len(part):.1%} |"
+                        for label in labels)
         lines.append(f"| {name} | {'tuning' if name in TUNING else 'held aside'} | {len(part)} | "
                      f"{'let through' if answerable else 'turned away'} | {by_rules / len(part):.1%} | "
-                     f"{by_classifier / len(part):.1%} |")
+                     f"{by_classifier / len(part):.1%} |" + tried)
     return "\n".join(lines)
 
 
@@ -129,11 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", action="store_true", help="retrain components/resources/gate_classifier.json")
     parser.add_argument("--out", type=Path, default=None, help="folder for table.md and the tuning signals")
+    parser.add_argument("--try", dest="tried", default=None, metavar="SETTING=V1,V2",
+                        help="a column per value: the rules with this gate setting changed (none: unset)")
+    parser.add_argument("--part", choices=("tuning", "held-aside", "all"), default="all",
+                        help="which sets to run (held-aside ones are counted, never printed question by question)")
     args = parser.parse_args(argv)
     from pmc_rag.components.gate_classifier import GateClassifier, train_gate_classifier
 
-    sets = question_sets()
-    rows = gather(sets)
+    names = {"tuning": TUNING, "held-aside": HELD_ASIDE, "all": TUNING + HELD_ASIDE}[args.part]
+    if args.train and args.part != "all" and args.part != "tuning":
+        parser.error("--train learns from the tuning sets: run it with --part tuning or all")
+    sets = {name: questions for name, questions in question_sets().items() if name in names}
+    rows = gather(sets, tried=parse_tried(args.tried) if args.tried else None)
     if args.train:
         tuning = [r for r in rows if r["set"] in TUNING]
         # a question with nothing to measure is turned away by any gate: it teaches nothing
