@@ -124,12 +124,12 @@ class RelevanceGate:
             best passage is at least this close to it (cosine) go to `related`, at most `related_papers` papers:
             the answer shows their findings, labelled as related, instead of nothing. None: never.
         :param related_papers: How many papers' excerpts `related` holds at most.
-        :param min_meaning_carried: With `meaning_model`, a passage names a word it does not contain when its
-            sentence closest to the question carries at least this share of the word's meaning there
-            (`WordMeaning.carried`: the drop in the question's similarity to that sentence when the word, with the
-            subject words around it, is taken out, over how far the question itself moves). A sentence that says
-            the word in other words carries much of it; a sentence on the rest of the question only, little or
-            none. None: only words and their near synonyms name a word.
+        :param min_meaning_carried: With `meaning_model`, the excerpts name a word they do not contain (absent
+            from them, or from every indexed chunk) when their sentence closest to the question carries at least
+            this share of the word's meaning there (`WordMeaning.carried`: the drop in the question's similarity to
+            that sentence when the word, with the subject words around it, is taken out, over how far the question
+            itself moves). A sentence that says the word in other words carries much of it; a sentence on the rest
+            of the question only, little or none. None: only words and their near synonyms name a word.
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words,
                       min_similarity_related)
@@ -235,7 +235,8 @@ class RelevanceGate:
         if unknown and self._meaning is not None:
             # A word no chunk has may still be named by another word ("miscarrying"): found in the excerpts.
             words = text_words(" ".join(d.content or "" for d in documents))
-            unknown = [w for w in unknown if not names(w, set(), words, self._meaning)]
+            unknown = self._carried(question, [w for w in unknown if not names(w, set(), words, self._meaning)],
+                                    documents)
         needed = max(self.min_similarity, self.min_similarity_with_unknown_words) if unknown else self.min_similarity
         absent: list[str] = []
         apart: list[str] = []
