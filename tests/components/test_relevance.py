@@ -309,6 +309,15 @@ def test_a_passage_that_says_a_word_its_own_way_names_it_and_one_about_the_rest_
                                        question=shorten)["why_unanswered"]
     passed = by_meaning.run(documents=on_art, scored=on_art, word_shares=shares, question=shorten)
     assert passed == {"documents": on_art}
+    # a word in no indexed chunk at all, likewise
+    by_words = RelevanceGate(**words, min_similarity_with_unknown_words=0.65)
+    by_words.warm_up()
+    by_meaning = RelevanceGate(**words, min_similarity_with_unknown_words=0.65, min_meaning_carried=0.6)
+    by_meaning.warm_up()
+    unknown = dict(documents=on_art, scored=on_art, word_shares={"CD4": 0.02}, unknown_words=["shorten"],
+                   question=shorten)
+    assert "No indexed paper contains 'shorten'" in by_words.run(**unknown)["why_unanswered"]
+    assert by_meaning.run(**unknown) == {"documents": on_art}
     # a passage on the rest of the question carries none of the missing subject: still held back
     on_bruxism = [Document(id="b1", score=0.55, meta={"source_id": "PMC8", "title": "Bruxism"}, content=(
         "Sleep bruxism was common among adults with anxiety and was associated with tooth wear."))]
