@@ -28,6 +28,9 @@ from pmc_rag.evaluation.runner import shown_path, without_generation
 from pmc_rag.pipelines import load_declared_pipeline
 
 ANSWERABLE = "answerable"
+# The sets kept back (`unanswerable_questions.json`: held_out; `unanswerable_generated.json`: held_aside): their
+# figures are printed, their questions are not.
+SEALED = ("held_out", "held_aside")
 
 
 def load_unanswerable(path: str | Path) -> list[dict[str, str]]:
@@ -91,7 +94,11 @@ def relevance_markdown(report: dict[str, Any]) -> str:
         missed = [r for r in entry["records"] if r["set"] != ANSWERABLE and not r["refused"]]
         refused = [r for r in entry["records"] if r["set"] == ANSWERABLE and r["refused"]]
         for title, chosen in (("unanswerable but answered", missed), ("answerable but refused", refused)):
+            shown = [r for r in chosen if r["set"] not in SEALED]
             if chosen:
                 lines += ["", f"{name}, {title}:", ""]
-                lines += [f"- {r['question']} ({r['set']}, best similarity {r['best_similarity']})" for r in chosen]
+                lines += [f"- {r['question']} ({r['set']}, best similarity {r['best_similarity']})" for r in shown]
+            if len(shown) < len(chosen):
+                # a held-aside question read is a held-aside question tuned on: counted, never printed
+                lines.append(f"- and {len(chosen) - len(shown)} held-aside questions (sealed: counted, not printed)")
     return "\n".join(lines)

@@ -372,6 +372,23 @@ def test_unanswerable_check_counts_refusals_per_set_without_asking_a_model(eval_
         run_relevance(["rag"], _written(tmp_path / "bad.json", {"questions": [{"question": "Why?"}]}), [])
 
 
+def test_the_gate_report_prints_tuning_misses_and_only_counts_held_aside_ones():
+    from pmc_rag.evaluation.relevance import relevance_markdown
+
+    def record(question, set_name, refused):
+        return {"question": question, "set": set_name, "kind": None, "refused": refused, "best_similarity": 0.6}
+
+    records = [record("Is music associated with sleep?", "tuning", False),
+               record("A sealed question?", "held_out", False), record("Another sealed one?", "held_aside", False),
+               record("A held-aside question turned away", "held_aside", True)]
+    report = {"meta": {"unanswerable": 4, "answerable": 0, "file": "x.json", "date": "today"},
+              "pipelines": {"rag": {"summary": {}, "records": records}}}
+    text = relevance_markdown(report)
+    assert "- Is music associated with sleep? (tuning" in text
+    assert "A sealed question?" not in text and "Another sealed one?" not in text
+    assert "- and 2 held-aside questions (sealed: counted, not printed)" in text
+
+
 def _written(path, data):
     path.write_text(json.dumps(data))
     return path
