@@ -320,6 +320,7 @@ def test_serving_config_errors_name_the_key(tmp_path, serve_config):
         load_serve_config(path)
 
 
+@pytest.mark.integration  # waits on health checks' time limits against a server that never answers
 def test_health_needs_the_key_and_never_holds_up_other_requests(serve_config, monkeypatch):
     """With Ollama hung (it accepts connections and never answers), /health calls take their time in worker
     threads; a retrieval sent after them is not held up behind them. With a key set, /health needs it too."""

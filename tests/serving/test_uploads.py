@@ -60,6 +60,7 @@ def _upload(client, collection: str, *files: tuple[str, bytes]):
     return client.post(f"/collections/{collection}/documents", files=[("files", file) for file in files])
 
 
+@pytest.mark.integration  # each file is read in a child process under time and memory limits
 def test_uploads_built_to_exhaust_the_reader_are_422s_and_the_server_goes_on(client, pg_conn_str, tmp_path):
     from pdf_documents import inflating_pdf, many_pages_pdf
 
@@ -86,6 +87,7 @@ def test_uploads_built_to_exhaust_the_reader_are_422s_and_the_server_goes_on(cli
     assert answer["references"]
 
 
+@pytest.mark.integration  # a child process stopped by its time and memory limits
 def test_the_contained_reader_is_stopped_by_its_time_and_memory_limits(tmp_path):
     from pdf_documents import inflating_pdf, many_pages_pdf
 
