@@ -70,6 +70,10 @@ class RelevanceGate:
     names a word when it has the word or another within `min_word_similarity` of it ("children" for "kids",
     "gastric" for "stomach": `WordMeaning`), and a word that carries less than `min_word_weight` of the question's
     meaning ("brother" in "my brother has drug resistant TB, how many drugs does he need?") is not checked at all.
+    With `min_meaning_carried` too, a word the excerpts do not have is named when their sentence closest to the
+    question says it another way ("life expectancy was lower" for "shorten life expectancy"): the question loses
+    that share of the word's meaning in its similarity to the sentence when the word is taken out
+    (`WordMeaning.carried`).
 
     Usage:
     ```python
