@@ -68,7 +68,8 @@ class CitedAnswerBuilder:
 
     def __init__(self, *, min_support: float = 0.35, extractive_sentences: int = 3, source_id_field: str = "source_id",
                  specific_word_max_share: float = 0.01, show_uncited: bool = False, verdicts: str = "checked",
-                 comparisons: str = "model"):
+                 comparisons: str = "model", meaning_model: str | None = None,
+                 min_conclusion_similarity: float = 0.4):
         """
         :param min_support: Least support (share of a claim's content words in its cited excerpt) for a claim to
             count as supported. Below it the answer is flagged `weak_support`; if no claim reaches it, the answer
@@ -88,6 +89,9 @@ class CitedAnswerBuilder:
             quoted finding added for a subject they leave out; `quoted`: each subject's finding quoted from a paper
             that names it, never the model's sentences (a small model swaps the sides: "men had a worse outcome than
             women" from a paper that found the opposite, which a lexical check cannot see).
+        :param meaning_model: For the quotations (`QuotationChooser`): an embedding model by which a paper's
+            conclusion close in meaning to the question speaks of its subject, as one sharing its words does.
+        :param min_conclusion_similarity: The least cosine similarity for that (`QuotationChooser`).
         """
         if comparisons not in _COMPARISON_POLICIES:
             raise ValueError(f"comparisons must be one of {', '.join(_COMPARISON_POLICIES)}, not {comparisons!r}")
@@ -102,14 +106,23 @@ class CitedAnswerBuilder:
         self.source_id_field = source_id_field
         self.specific_word_max_share = specific_word_max_share
         # What is quoted when the model's sentences cannot stand (or a comparison lacks a side): its own component.
-        self.quotations = QuotationChooser(extractive_sentences=extractive_sentences, source_id_field=source_id_field)
+        self.meaning_model = meaning_model
+        self.min_conclusion_similarity = min_conclusion_similarity
+        self.quotations = QuotationChooser(extractive_sentences=extractive_sentences, source_id_field=source_id_field,
+                                           meaning_model=meaning_model,
+                                           min_conclusion_similarity=min_conclusion_similarity)
         self.verdict_check = VerdictCheck(policy=verdicts, min_support=min_support)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, min_support=self.min_support, extractive_sentences=self.extractive_sentences,
                                source_id_field=self.source_id_field,
                                specific_word_max_share=self.specific_word_max_share,
-                               show_uncited=self.show_uncited, verdicts=self.verdicts, comparisons=self.comparisons)
+                               show_uncited=self.show_uncited, verdicts=self.verdicts, comparisons=self.comparisons,
+                               meaning_model=self.meaning_model,
+                               min_conclusion_similarity=self.min_conclusion_similarity)
+
+    def warm_up(self) -> None:
+        self.quotations.warm_up()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CitedAnswerBuilder:
@@ -221,7 +234,8 @@ class CitedAnswerBuilder:
         if unanswered is not None:
             # findings only: a related paper's aim or methods would read as if it answered
             quoted = self.quotations.quotations(content_words(question) or {""}, set(), related, findings_only=True,
-                                                specific=self._specific_stems(word_shares)) if related else []
+                                                specific=self._specific_stems(word_shares),
+                                                question=question) if related else []
             return not_answered(question, unanswered, why_unanswered, related=quoted,
                                 by_id=by_paper(related or [], self.source_id_field))
         documents = documents or []

@@ -30,6 +30,7 @@ from pmc_rag.components.follow_up_asks import Ask, asked_for
 from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
+from pmc_rag.components.word_meaning import WordMeaning
 
 
 @component
@@ -42,19 +43,37 @@ class QuotationChooser:
     as the first paper's.
     """
 
-    def __init__(self, *, extractive_sentences: int = 3, source_id_field: str = "source_id"):
+    def __init__(self, *, extractive_sentences: int = 3, source_id_field: str = "source_id",
+                 meaning_model: str | None = None, min_conclusion_similarity: float = 0.4):
         """
         :param extractive_sentences: How many papers to quote at most.
         :param source_id_field: The metadata field holding a document's citation id.
+        :param meaning_model: An embedding model (a Sentence Transformers name or folder, run by
+            `OnnxTextEmbedder`): a paper's conclusion speaks of the question's subject when it shares a word with
+            it or, with this model, when it is within `min_conclusion_similarity` of it (cosine): "RVFV circulates
+            in small ruminants" for a question on Rift Valley fever in goats. None: by shared words only.
+        :param min_conclusion_similarity: With `meaning_model`, the least cosine similarity of the question and a
+            conclusion sentence for the conclusion to speak of the question's subject.
         """
         if extractive_sentences < 1:
             raise ValueError("extractive_sentences must be at least 1")
         self.extractive_sentences = extractive_sentences
         self.source_id_field = source_id_field
+        self.meaning_model = meaning_model
+        self.min_conclusion_similarity = min_conclusion_similarity
+        self._meaning: WordMeaning | None = None
+
+    def warm_up(self) -> None:
+        if self.meaning_model and self._meaning is None:
+            from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+            self._meaning = WordMeaning(OnnxTextEmbedder(model=self.meaning_model, normalize_embeddings=True))
+            self._meaning.warm_up()
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, extractive_sentences=self.extractive_sentences,
-                               source_id_field=self.source_id_field)
+                               source_id_field=self.source_id_field, meaning_model=self.meaning_model,
+                               min_conclusion_similarity=self.min_conclusion_similarity)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QuotationChooser:
@@ -98,12 +117,13 @@ class QuotationChooser:
                          (ask.misleading if ask else set()),
                          "seen": {c["text"] for c in self.quotations(content_words(topic_question), set(), documents,
                                                                       True)}}
+        asked = follow_up_query(question, topic_question)
         claims = self.quotations(question_words, own_words, documents, findings_only=True, specific=specific,
-                                  **follow_up)
+                                  question=asked, **follow_up)
         # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
         # reader sees what was found (the note says these are passages, not an answer)
         claims = claims or self.quotations(question_words, own_words, documents, findings_only=False,
-                                            specific=specific, **follow_up)
+                                            specific=specific, question=asked, **follow_up)
         naming = self.naming_sentence(own_words, question_words, documents) if looked_up else None
         if naming is None:
             return claims
@@ -258,12 +278,14 @@ class QuotationChooser:
 
     def quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
                     findings_only: bool, ask: Ask | None = None, asked_words: set[str] | None = None,
-                    seen: set[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
+                    seen: set[str] | None = None, specific: set[str] | None = None,
+                    question: str | None = None) -> list[dict[str, Any]]:
         """From each paper's running text (never a caption or back matter), the sentence that shares most of
         `own_words`, then is a finding naming one of the `specific` ones among `question_words`, then shares most
         of `question_words`. For a follow-up, a sentence of the kind its `ask` wants counts as words shared
         (`Ask.weight`), the follow-up's own words (`asked_words`) come before its topic's, and a sentence in `seen`
-        (the reader has read it) is left out when another speaks to the follow-up."""
+        (the reader has read it) is left out when another speaks to the follow-up. With `meaning_model` and the
+        `question`'s text, a conclusion close to it in meaning speaks of its subject as one sharing its words does."""
         claims, first_overlap, seen, asked_words = [], None, seen or set(), asked_words or set()
         specific = (specific or set()) & question_words
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
@@ -296,9 +318,11 @@ class QuotationChooser:
             # Then the paper's own conclusion, when it speaks of the question's subject: the authors' summary of
             # what they found, where a result sentence is one figure of it (issue 61: on the plain tuning half
             # the answers quoted a result or a discussion remark beside the conclusion that answered).
+            close = self._close_conclusions(question, candidates)
             best = max(candidates, key=lambda c: (len(own_words & words[c.text]) + c.fit,
                                                   len(asked_words & words[c.text]),
-                                                  c.conclusion and c.rank > 0 and bool(question_words & words[c.text]),
+                                                  c.conclusion and c.rank > 0 and (
+                                                      bool(question_words & words[c.text]) or c.text in close),
                                                   c.rank == 2 and bool(specific & words[c.text]),
                                                   min(len(question_words & words[c.text]), 3), c.rank,
                                                   len(question_words & words[c.text]), c.conclusion)).text
@@ -314,6 +338,13 @@ class QuotationChooser:
                 break
         return claims
 
+    def _close_conclusions(self, question: str | None, candidates: list[_Candidate]) -> set[str]:
+        """The conclusion findings within `min_conclusion_similarity` of the question (none without a model)."""
+        texts = [c.text for c in candidates if c.conclusion and c.rank > 0]
+        if self._meaning is None or not question or not texts:
+            return set()
+        similarities = self._meaning.vectors(texts) @ self._meaning.vectors([question])[0]
+        return {text for text, similarity in zip(texts, similarities) if similarity >= self.min_conclusion_similarity}
 
 
 class _Candidate(NamedTuple):

@@ -312,3 +312,26 @@ def test_a_models_answer_that_never_names_what_a_follow_up_asks_about_gives_way_
     # The same model answer stays where it answers the follow-up's own words.
     kept = follow_up("What about GI symptoms in the long term?", model, documents=paper, topic=topic)
     assert kept["answer"].startswith("GES is more effective") and not kept["flags"]["extractive_fallback"]
+
+
+def test_a_conclusion_close_in_meaning_speaks_of_the_question_though_it_shares_no_word():
+    """Issue 61: "Is there evidence of Rift Valley fever in goats and sheep in Mozambique?" quoted a count of IgM
+    positive sheep (it shares "sheep") over the paper's conclusion, which says it in its own words."""
+    from pmc_rag.components.quotation_chooser import QuotationChooser
+
+    question = "Is there evidence of Rift Valley fever in goats and sheep in Mozambique?"
+    result = Document(id="r", content="Twenty samples from sheep were IgM positive, most of them from Chimuara.",
+                      meta={"source_id": "PMC3585041", "section": "Results"})
+    conclusion = Document(id="c", meta={"source_id": "PMC3585041", "section": "Conclusions"}, content=(
+        "The results of the study indicate that RVFV circulates sub-clinically in domestic small ruminants in "
+        "Zambézia Province."))
+    by_words = QuotationChooser()
+    by_meaning = QuotationChooser(meaning_model="sentence-transformers/all-MiniLM-L6-v2", min_conclusion_similarity=0.4)
+    by_meaning.warm_up()
+    assert by_words.run(question=question, documents=[result, conclusion])["claims"][0]["text"] == result.content
+    assert by_meaning.run(question=question, documents=[result, conclusion])["claims"][0]["text"] == conclusion.content
+    # a conclusion on something else is not preferred for being a conclusion
+    aside = Document(id="a", content="Hospital staff reported higher workloads during the winter months.",
+                     meta={"source_id": "PMC3585041", "section": "Conclusions"})
+    assert by_meaning.run(question=question, documents=[result, aside])["claims"][0]["text"] == result.content
+    assert QuotationChooser.from_dict(by_meaning.to_dict()).to_dict() == by_meaning.to_dict()
