@@ -65,10 +65,7 @@ class QuotationChooser:
 
     def warm_up(self) -> None:
         if self.meaning_model and self._meaning is None:
-            from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
-
-            self._meaning = WordMeaning(OnnxTextEmbedder(model=self.meaning_model, normalize_embeddings=True))
-            self._meaning.warm_up()
+            self._meaning = WordMeaning.loaded(self.meaning_model)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, extractive_sentences=self.extractive_sentences,

@@ -166,11 +166,7 @@ class RelevanceGate:
 
     def warm_up(self) -> None:
         if self.meaning_model and self._meaning is None:
-            from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
-
-            self._meaning = WordMeaning(OnnxTextEmbedder(model=self.meaning_model, normalize_embeddings=True),
-                                        min_similarity=self.min_word_similarity)
-            self._meaning.warm_up()
+            self._meaning = WordMeaning.loaded(self.meaning_model, min_similarity=self.min_word_similarity)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, min_similarity=self.min_similarity, max_gap=self.max_gap,

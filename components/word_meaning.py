@@ -42,6 +42,16 @@ class WordMeaning:
         self._vectors: OrderedDict[str, Any] = OrderedDict()
         self._texts: OrderedDict[str, Any] = OrderedDict()
 
+    @classmethod
+    def loaded(cls, model: str, min_similarity: float = 0.7) -> WordMeaning:
+        """Word meanings read with `model` (a Sentence Transformers name or folder, run by `OnnxTextEmbedder`),
+        warmed up: what a component's `warm_up` builds from its `meaning_model`."""
+        from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+        meaning = cls(OnnxTextEmbedder(model=model, normalize_embeddings=True), min_similarity=min_similarity)
+        meaning.warm_up()
+        return meaning
+
     def warm_up(self) -> None:
         self.embedder.warm_up()
 
