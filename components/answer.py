@@ -2,14 +2,16 @@
 prints, and the chat and the CLI render. The table of its fields in docs/asking.md is generated from these
 descriptions (`answer_fields_markdown`; a test keeps the two equal).
 
-Pipelines pass it on as a plain dict (`Answer(...).model_dump()`), which is what Haystack, the cache and the
-conversation store keep; `Answer.model_validate(d)` reads one back.
+`CitedAnswerBuilder` emits it typed, and it is frozen: what a later step adds (the stage timings, the sources, a
+conversation's citation numbers, a note) goes into a copy made by `Answer.updated`, never into the builder's object.
+The cache, the conversation store and the JSON keep `answer.model_dump()`; `Answer.model_validate(d)` reads one back.
 
 Usage:
 ```python
-answer = Answer.model_validate(pipeline_output["answer"])
-print(answer.as_text())              # the CLI's rendering
-print(answer.reference_lines())      # the chat's reference list
+answer = pipeline_output["answer"]                 # an Answer
+print(answer.as_text())                            # the CLI's rendering
+print(answer.reference_lines())                    # the chat's reference list
+timed = answer.updated(timings_ms={"total": 812.0})  # a checked copy; `answer` is unchanged
 ```
 """
 
@@ -156,7 +158,7 @@ class Source(BaseModel):
 class Answer(BaseModel):
     """A cited answer, or a fixed reply (`kind`: small_talk, emergency) with no references."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["answer", "small_talk", "emergency"] = Field(
         "answer", description="`answer`; or a fixed reply: `small_talk` (greetings, thanks) or `emergency` (points "
@@ -215,6 +217,16 @@ class Answer(BaseModel):
     cached: bool = Field(False, description="answered from the server's cache")
     redacted: list[str] = Field(default_factory=list, description="kinds of personal data removed from the "
                                                                   "question, e.g. `[EMAIL]`")
+
+    def updated(self, **changes: Any) -> Answer:
+        """A copy with these fields changed, checked as a new answer is (an unknown field or a wrong type raises
+        pydantic's ValidationError); this answer is left as it was."""
+        return type(self).model_validate({**dict(self), **changes})
+
+    def with_note(self, note: str, flag: str | None = None, first: bool = False) -> Answer:
+        """A copy with `note` added to the notes (`first`: before the others) and `flag` set, if given."""
+        notes = [note, *self.notes] if first else [*self.notes, note]
+        return self.updated(notes=notes, flags={**self.flags, flag: True} if flag else self.flags)
 
     def reference_lines(self) -> str:
         """The reference list as chat text, one line per paper (see `Reference.line`)."""

@@ -10,7 +10,7 @@ Usage:
 ```python
 scope = AnswerScope(meaning_model="sentence-transformers/all-MiniLM-L6-v2")
 scope.warm_up()
-scope.run(answer=answer_dict, question="Does metformin reduce cardiovascular events in type 2 diabetes?")["answer"]
+scope.run(answer=answer, question="Does metformin reduce cardiovascular events in type 2 diabetes?")["answer"]
 ```
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import content_stems, content_words
 from pmc_rag.components.claim_signals import without_verdict
 from pmc_rag.components.relevance_gate import is_subject_word
@@ -60,9 +61,9 @@ class AnswerScope:
     def from_dict(cls, data: dict[str, Any]) -> AnswerScope:
         return default_from_dict(cls, data)
 
-    @component.output_types(answer=dict[str, Any])
-    def run(self, answer: dict[str, Any], question: str, route: str | None = None,
-            documents: list[Document] | None = None) -> dict[str, Any]:
+    @component.output_types(answer=Answer)
+    def run(self, answer: Answer, question: str, route: str | None = None,
+            documents: list[Document] | None = None) -> dict[str, Answer]:
         """
         :param answer: The answer object (`CitedAnswerBuilder`).
         :param question: The question as asked.
@@ -71,17 +72,15 @@ class AnswerScope:
         :returns: `answer`, opened with `RELATED_ONLY` and flagged `related_only` when no cited paper names the
             question's two weightiest subjects together; unchanged otherwise.
         """
-        flags = answer.get("flags") or {}
-        if flags.get("not_answered") or not answer.get("references") or (route is not None and route not in self.routes):
+        if answer.flags.get("not_answered") or not answer.references or (route is not None and route not in self.routes):
             return {"answer": answer}
         subjects = self.subjects(question)
         if len(subjects) < 2 or any(self._names_all(subjects, text) for text in self._paper_texts(answer, documents)):
             return {"answer": answer}
-        text = without_verdict(answer.get("answer") or "")
-        notes = [*answer.get("notes", []), "No cited paper names " + " and ".join(repr(s) for s in subjects) +
-                 " together: the findings quoted are about part of the question."]
-        return {"answer": {**answer, "answer": f"{RELATED_ONLY} {text}".strip(), "notes": notes,
-                           "flags": {**flags, "related_only": True}}}
+        note = ("No cited paper names " + " and ".join(repr(s) for s in subjects) +
+                " together: the findings quoted are about part of the question.")
+        text = f"{RELATED_ONLY} {without_verdict(answer.answer)}".strip()
+        return {"answer": answer.with_note(note, "related_only").updated(answer=text)}
 
     def subjects(self, question: str) -> list[str]:
         """The question's two weightiest subjects (runs of subject words), each carrying at least
@@ -98,18 +97,17 @@ class AnswerScope:
                    for subject in subjects)
 
     @staticmethod
-    def _paper_texts(answer: dict[str, Any], documents: list[Document] | None = None) -> list[str]:
+    def _paper_texts(answer: Answer, documents: list[Document] | None = None) -> list[str]:
         """Per cited paper: its title, the sentences quoted from it and the excerpts cited."""
-        cited = {c.get("chunk_id") for c in answer.get("citations", [])}
+        cited = {c.chunk_id for c in answer.citations}
         texts: dict[str, list[str]] = {}
         for document in documents or []:
             if document.id in cited:
                 texts.setdefault(str(document.meta.get("source_id", "")), []).append(document.content or "")
-        for reference in answer.get("references", []):
-            texts.setdefault(reference.get("source_id", ""), []).extend(
-                [reference.get("title") or "", reference.get("evidence") or ""])
-        for citation in answer.get("citations", []):  # the model's own sentence would restate the question
-            texts.setdefault(citation.get("source_id", ""), []).append(citation.get("evidence") or "")
+        for reference in answer.references:
+            texts.setdefault(reference.source_id, []).extend([reference.title or "", reference.evidence or ""])
+        for citation in answer.citations:  # the model's own sentence would restate the question
+            texts.setdefault(citation.source_id, []).append(citation.evidence or "")
         return [" ".join(parts) for parts in texts.values()]
 
 

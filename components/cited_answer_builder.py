@@ -8,7 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from pmc_rag.components.answer import Answer
+from pmc_rag.components.answer import Answer, WebSource
 from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
 from pmc_rag.components.follow_up_asks import asked_for
@@ -62,7 +62,7 @@ class CitedAnswerBuilder:
 
     builder = CitedAnswerBuilder(min_support=0.35)
     answer = builder.run(question="Does erlotinib work?", claims=claims, documents=excerpts)["answer"]
-    print(answer["answer"], answer["references"])
+    print(answer.answer, answer.references)
     ```
     """
 
@@ -128,7 +128,7 @@ class CitedAnswerBuilder:
     def from_dict(cls, data: dict[str, Any]) -> CitedAnswerBuilder:
         return default_from_dict(cls, data)
 
-    @component.output_types(answer=dict[str, Any])
+    @component.output_types(answer=Answer)
     def run(
         self,
         question: str,
@@ -155,7 +155,7 @@ class CitedAnswerBuilder:
         web_note: str | None = None,
         related: list[Document] | None = None,
         follow_up_to: str | None = None,
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, Answer]:
         """
         :param question: The user's question.
         :param documents: The excerpts the model was shown, in prompt order (none: nothing was relevant).
@@ -199,28 +199,22 @@ class CitedAnswerBuilder:
         :param related: From `RelevanceGate`, with `unanswered`: the excerpts of the closest papers, which speak of
             the question's subjects though none was judged to answer it. Their findings are quoted, labelled as
             related (flag `related_findings`), and the answer stays "not answered".
-        :returns: `answer`: the answer object, as a dict (its fields: `pmc_rag.components.answer.Answer`).
+        :returns: `answer`: the answer object (`pmc_rag.components.answer.Answer`).
         """
         follow_up_to = follow_up_to or topic_question
         answer = self._answer(follow_up_query(question, follow_up_to), documents, claims, removed_claims,
                               invalid_citations, raw_answer, excerpts_dropped, generator_meta, replies, unanswered,
                               why_unanswered, topic_question, word_shares, route, subqueries, subjects, looked_up,
                               key_findings, related, own_words=question)
-        if uncovered and not answer["flags"].get("not_answered"):
-            answer["notes"] = [*answer["notes"], (
-                f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
-                + ("them" if route == "compare" else "or answer that part of the question") + ".")]
-        if search_steps:
-            answer["notes"] = [*search_steps, *answer["notes"]]
-        if web_note:
-            answer["notes"] = [*answer["notes"], web_note]
-        if web_results:
-            answer["web_sources"] = [{"title": d.meta.get("title"), "url": d.meta.get("url"),
-                                      "snippet": d.content or "", "confidence": d.meta["confidence"]}
-                                     for d in web_results]
-            answer["flags"] = {**answer["flags"], "web_results": True}
-        answer["route"] = route
-        return {"answer": answer}
+        notes = list(answer.notes)
+        if uncovered and not answer.flags.get("not_answered"):
+            notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
+                         + ("them" if route == "compare" else "or answer that part of the question") + ".")
+        notes = [*(search_steps or []), *notes, *([web_note] if web_note else [])]
+        web = {"web_sources": [WebSource(title=d.meta.get("title"), url=d.meta.get("url"), snippet=d.content or "",
+                                         confidence=d.meta["confidence"]) for d in web_results],
+               "flags": {**answer.flags, "web_results": True}} if web_results else {}
+        return {"answer": answer.updated(notes=notes, route=route, **web)}
 
     def _answer(self, question: str, documents: list[Document] | None, claims: list[dict[str, Any]] | None,
                 removed_claims: list[dict[str, Any]] | None, invalid_citations: list[str] | None, raw_answer: str,
@@ -229,7 +223,7 @@ class CitedAnswerBuilder:
                 word_shares: dict[str, float] | None, route: str | None, subqueries: list[str] | None,
                 subjects: list[str] | None, looked_up: list[str] | None = None,
                 key_findings: list[Document] | None = None, related: list[Document] | None = None,
-                own_words: str = "") -> dict[str, Any]:
+                own_words: str = "") -> Answer:
         # `question` is what was asked with a follow-up's topic; `own_words`, what the reader wrote
         if unanswered is not None:
             # findings only: a related paper's aim or methods would read as if it answered
@@ -377,7 +371,7 @@ class CitedAnswerBuilder:
             why = ("not reachable, or it failed" if not skipped else
                    f"{', '.join(skipped)} skipped: it timed out on a recent question")
             checks.append(f"Answered by the fallback model {model}: {', '.join(failed)} did not answer ({why}).")
-        answer = Answer(**{
+        return Answer(**{
             "question": question,
             "answer": " ".join(s for s in sentences if s),
             "raw_answer": raw_answer,
@@ -402,7 +396,6 @@ class CitedAnswerBuilder:
             "failed_generators": failed,
             "usage": meta.get("usage") or {},  # a streaming server may send none
         })
-        return answer.model_dump()
 
     def _displayable(self, question: str, claims: list[dict[str, Any]]
                      ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], str]:

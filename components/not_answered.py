@@ -8,7 +8,7 @@ from pmc_rag.components.not_answered import not_answered
 
 closest = [Document(content="...", meta={"source_id": "PMID:123", "title": "Bruxism in adults", "relevance": 0.48})]
 answer = not_answered("Is bruxism associated with osteonecrosis?", closest, "No paper names both.")
-answer["answer"], answer["flags"]["not_answered"]  # "The indexed papers do not answer this question.", True
+answer.answer, answer.flags["not_answered"]  # "The indexed papers do not answer this question.", True
 ```
 """
 
@@ -27,8 +27,8 @@ RELATED = "The closest findings, which may not answer it:"
 
 def not_answered(question: str, closest: list[Document], why: str | None, model_asked: bool = False,
                  related: list[dict[str, Any]] | None = None, by_id: dict[str, list[Document]] | None = None
-                 ) -> dict[str, Any]:
-    """The answer object (as a dict) for a question the papers do not answer: flag `not_answered`, the closest
+                 ) -> Answer:
+    """The answer object for a question the papers do not answer: flag `not_answered`, the closest
     papers in `not_answering`, and a note saying why, whether a model was asked, and which papers came closest.
 
     With `related` (claims quoted from the closest papers' excerpts, `by_id`: each paper's excerpts by citation
@@ -51,4 +51,4 @@ def not_answered(question: str, closest: list[Document], why: str | None, model_
                               for source_id, number in numbers.items()] if by_id else [],
                   flags={"not_answered": True, "extractive_fallback": False, "weak_support": False,
                          **({"related_findings": True} if sentences else {})},
-                  notes=[note]).model_dump()
+                  notes=[note])

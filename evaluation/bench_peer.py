@@ -95,8 +95,8 @@ def ask_ours(pipeline: Any, question: str) -> dict[str, Any]:
     answer, outputs = run_answering(pipeline, question)
     seconds = time.perf_counter() - started
     shown = [d.meta.get("source_id") for d in outputs.get("excerpts") or []]
-    return {"seconds": seconds, "text": answer.get("answer") or "", "shown": shown,
-            "cited": [r["source_id"] for r in answer.get("references") or []]}
+    return {"seconds": seconds, "text": answer.answer, "shown": shown,
+            "cited": [r.source_id for r in answer.references]}
 
 
 def _cited_ids(text: str) -> list[str]:

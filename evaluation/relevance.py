@@ -59,11 +59,11 @@ def run_relevance(pipelines: list[str | Path], path: str | Path, answerable: lis
             answer, outputs = run_answering(pipeline, question)
             scores = [d.score for d in outputs.get("retrieved_semantic") or [] if d.score is not None]
             records.append({"question": question, "set": group, "kind": kind,
-                            "refused": bool(answer["flags"].get("not_answered")),
+                            "refused": bool(answer.flags.get("not_answered")),
                             # refused, the closest papers' findings quoted after the reply, labelled as related
-                            "related": bool(answer["flags"].get("related_findings")),
+                            "related": bool(answer.flags.get("related_findings")),
                             "best_similarity": round(max(scores), 4) if scores else None,
-                            "why": answer["notes"][0] if answer["flags"].get("not_answered") else None})
+                            "why": answer.notes[0] if answer.flags.get("not_answered") else None})
         report["pipelines"][Path(str(target)).stem] = {"summary": summarise_relevance(records), "records": records}
     return report
 

@@ -207,7 +207,8 @@ def run_route_answers(pipelines: list[str], per_kind: int = 8, question_set: str
         service = AnswerService(load_declared_pipeline(name), name=f"eval-routes {name}")
         for number, row in enumerate(chosen, 1):
             started = time.perf_counter()
-            answer, _ = service.answer_for_evaluation(row["question"])
+            typed, _ = service.answer_for_evaluation(row["question"])
+            answer = typed.model_dump()  # the JSON a client reads
             seconds = time.perf_counter() - started
             cited = list(dict.fromkeys(c["source_id"] for c in answer.get("citations", [])))
             evidence = " ".join(c.get("evidence") or "" for c in answer.get("citations", []))

@@ -240,8 +240,9 @@ def evaluate_question(variant: Variant, question: Question, gold: GoldChunks, re
     try:
         if variant.answers:  # through the answering service, as pmc-rag ask and the server, with its checks off
             clock = TokenClock()
-            answer, outputs = AnswerService(pipeline, name=f"eval {variant.name}").answer_for_evaluation(
+            typed, outputs = AnswerService(pipeline, name=f"eval {variant.name}").answer_for_evaluation(
                 question.question, top_k=inputs.get("top_k"), streaming_callback=clock.callback)
+            answer = typed.model_dump()  # scored as the JSON a client reads
             ranked = outputs["ranked"] or []
             record["timings_ms"] = answer["timings_ms"]
             record.update(clock.figures(answer.get("usage", {}).get("completion_tokens")))

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 
+from pmc_rag.components.answer import Answer
 from pmc_rag.components.bm25_index import BM25Tables, corpus_generation
 from pmc_rag.components.store_connection import run_reconnecting
 
@@ -31,7 +32,7 @@ class AnswerCache:
         self.connection_string = connection_string
         self.tables = tables
         self.max_entries = max_entries
-        self._entries: OrderedDict[str, tuple[int, dict[str, Any]]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[int, Answer]] = OrderedDict()  # frozen: shared safely
         self._lock = threading.Lock()
         self._connection: psycopg.Connection | None = None
 
@@ -51,7 +52,7 @@ class AnswerCache:
             self._connection.close()
         self._connection = psycopg.connect(self.connection_string, autocommit=True, connect_timeout=5)
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> Answer | None:
         with self._lock:
             entry = self._entries.get(key)
         if entry is None or entry[0] != self.generation():
@@ -60,7 +61,7 @@ class AnswerCache:
             self._entries.move_to_end(key)
         return entry[1]
 
-    def put(self, key: str, answer: dict[str, Any], generation: int) -> None:
+    def put(self, key: str, answer: Answer, generation: int) -> None:
         with self._lock:
             self._entries[key] = (generation, answer)
             self._entries.move_to_end(key)

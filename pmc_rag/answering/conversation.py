@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import canonical_id, content_words
 from pmc_rag.components.follow_up_query import FOLLOW_UP_LABEL, follow_up_query
 
@@ -102,19 +103,16 @@ def number_for(numbers: dict[str, int], source_id: str) -> int:
     return numbers[source_id]
 
 
-def renumber(answer: dict[str, Any], numbers: dict[str, int]) -> dict[str, Any]:
+def renumber(answer: Answer, numbers: dict[str, int]) -> Answer:
     """The answer with the conversation's citation numbers; `numbers` gains the papers new to it."""
-    mapping = {reference["number"]: number_for(numbers, reference["source_id"])
-               for reference in sorted(answer.get("references", []), key=lambda r: r["number"])}
+    mapping = {reference.number: number_for(numbers, reference.source_id)
+               for reference in sorted(answer.references, key=lambda r: r.number)}
     if all(old == new for old, new in mapping.items()):
         return answer
-    answer = dict(answer)
-    answer["answer"] = re.sub(r"\[(\d+)\]", lambda m: f"[{mapping.get(int(m.group(1)), int(m.group(1)))}]",
-                              answer.get("answer", ""))
-    answer["references"] = [{**r, "number": mapping[r["number"]]} for r in answer.get("references", [])]
-    answer["citations"] = [{**c, "number": mapping.get(c.get("number"), c.get("number"))}
-                           for c in answer.get("citations", [])]
-    return answer
+    return answer.updated(
+        answer=re.sub(r"\[(\d+)\]", lambda m: f"[{mapping.get(int(m.group(1)), int(m.group(1)))}]", answer.answer),
+        references=[r.model_copy(update={"number": mapping[r.number]}) for r in answer.references],
+        citations=[c.model_copy(update={"number": mapping.get(c.number, c.number)}) for c in answer.citations])
 
 
 _REFERENCE_LINE = re.compile(r"^\s*\[(\d+)\]\s+(PMC\d+|PMID:\d+|doc:[0-9a-f]{16}|doi:\S+)", re.MULTILINE)

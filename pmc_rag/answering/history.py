@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from pmc_rag.components.answer import Answer
 from pmc_rag.components.store_connection import open_pool
 
 _SCHEMA = """
@@ -125,7 +126,7 @@ class ConversationStore:
         return state
 
     def save_turn(self, state: ConversationState, question: str, standalone_query: str,
-                  answer: dict[str, Any]) -> None:
+                  answer: Answer) -> None:
         """Store the turn and any new citation numbers, in one transaction.
 
         The upsert of the conversation row locks it until commit, so turns of one conversation are numbered
@@ -141,15 +142,15 @@ class ConversationStore:
             connection.execute(
                 "INSERT INTO pmc_rag_turns (conversation_id, turn, question, standalone_query, answer) "
                 "VALUES (%s, %s, %s, %s, %s)",
-                (state.conversation_id, turn, question, standalone_query, Jsonb(answer)))
-            for reference in answer.get("references", []):
+                (state.conversation_id, turn, question, standalone_query, Jsonb(answer.model_dump(mode="json"))))
+            for reference in answer.references:
                 connection.execute(
                     "INSERT INTO pmc_rag_citation_numbers (conversation_id, source_id, number, chunk_ids) "
                     "VALUES (%s, %s, %s, %s) ON CONFLICT (conversation_id, source_id) DO UPDATE SET "
                     "chunk_ids = (SELECT array_agg(DISTINCT c) FROM unnest("
                     "pmc_rag_citation_numbers.chunk_ids || excluded.chunk_ids) c)",
-                    (state.conversation_id, reference["source_id"], reference["number"],
-                     [reference["chunk_id"]] if reference.get("chunk_id") else []))
+                    (state.conversation_id, reference.source_id, reference.number,
+                     [reference.chunk_id] if reference.chunk_id else []))
 
     def turns(self, conversation_id: str) -> list[dict[str, Any]]:
         with self._connect() as connection:
@@ -157,14 +158,14 @@ class ConversationStore:
                     connection.execute("SELECT turn, question, answer FROM pmc_rag_turns WHERE conversation_id = %s "
                                        "ORDER BY turn", (conversation_id,))]
 
-    def audit(self, endpoint: str, question: str | None, status: int, answer: dict[str, Any] | None = None,
+    def audit(self, endpoint: str, question: str | None, status: int, answer: Answer | None = None,
               conversation_id: str | None = None, timings_ms: dict[str, float] | None = None) -> None:
-        answer = answer or {}
-        citations = [{"number": r["number"], "source_id": r["source_id"]} for r in answer.get("references", [])]
+        references = answer.references if answer else []
+        citations = [{"number": r.number, "source_id": r.source_id} for r in references]
         with self._connect() as connection:
             connection.execute(
                 "INSERT INTO pmc_rag_audit (endpoint, conversation_id, question, status, model, timings_ms, "
                 "citations, flags) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (endpoint, conversation_id, question, status, answer.get("model"),
-                 Jsonb(timings_ms or answer.get("timings_ms") or {}), Jsonb(citations),
-                 Jsonb(answer.get("flags") or {})))
+                (endpoint, conversation_id, question, status, answer.model if answer else None,
+                 Jsonb(timings_ms or (answer.timings_ms if answer else {})), Jsonb(citations),
+                 Jsonb(answer.flags if answer else {})))

@@ -25,6 +25,7 @@ from typing import Any
 from haystack import Document, tracing
 from haystack.tracing import Span, Tracer
 
+from pmc_rag.components.answer import Answer
 from pmc_rag.local_llm.spec import LocalModelError
 
 from pmc_rag.local_llm.supervisor import local_model_server
@@ -117,8 +118,8 @@ def timed_run(pipeline: DeclaredPipeline, *, component_inputs: dict[str, dict[st
 
 def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str, Any] | None = None, *,
                     inputs: dict[str, Any] | None = None, streaming_callback: Callable | None = None,
-                    on_excerpts: Callable[[list[Document]], None] | None = None) -> dict[str, Any]:
-    """Run the pipeline on one question; return its answer object with `timings_ms` and `sources` added."""
+                    on_excerpts: Callable[[list[Document]], None] | None = None) -> Answer:
+    """Run the pipeline on one question; return its answer object with `timings_ms` and `sources` filled in."""
     return run_answering(pipeline, question, filters, inputs=inputs, streaming_callback=streaming_callback,
                          on_excerpts=on_excerpts)[0]
 
@@ -126,7 +127,7 @@ def answer_question(pipeline: DeclaredPipeline, question: str, filters: dict[str
 def run_answering(pipeline: DeclaredPipeline, question: str, filters: dict[str, Any] | None = None, *,
                   inputs: dict[str, Any] | None = None, streaming_callback: Callable | None = None,
                   on_excerpts: Callable[[list[Document]], None] | None = None
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+                  ) -> tuple[Answer, dict[str, Any]]:
     """Like `answer_question`, and also return all the pipeline's declared outputs (`ranked`, `excerpts`...).
 
     :param inputs: Values for other declared inputs (`top_k`, `carried_chunk_ids`); None values are left out.
@@ -148,11 +149,8 @@ def run_answering(pipeline: DeclaredPipeline, question: str, filters: dict[str, 
                                      filters=filters, **values)
     finally:
         _excerpt_observer.reset(observer_token)
-    answer = dict(outputs["answer"])
-    _note_local_model_trouble(pipeline, answer, asked_at)
-    answer["timings_ms"] = timings
-    answer["sources"] = _sources(outputs)
-    return answer, outputs
+    answer = _local_model_trouble_noted(pipeline, outputs["answer"], asked_at)
+    return answer.updated(timings_ms=timings, sources=_sources(outputs)), outputs
 
 
 def _start_local_model(pipeline: DeclaredPipeline) -> None:
@@ -166,16 +164,14 @@ def _start_local_model(pipeline: DeclaredPipeline) -> None:
             server.ensure_running()
 
 
-def _note_local_model_trouble(pipeline: DeclaredPipeline, answer: dict[str, Any], asked_at: float) -> None:
-    """When the pipeline's local model server did not answer because it crashed, hung or could not start, say so
-    (cause and fix) in the answer's notes and set the `local_model_failed` flag."""
+def _local_model_trouble_noted(pipeline: DeclaredPipeline, answer: Answer, asked_at: float) -> Answer:
+    """The answer; when the pipeline's local model server did not answer because it crashed, hung or could not
+    start, with a note saying so (cause and fix) and the `local_model_failed` flag."""
     spec = pipeline.local_model
-    if spec is None or answer.get("model") == spec.model:
-        return
+    if spec is None or answer.model == spec.model:
+        return answer
     trouble = local_model_server(spec).trouble_since(asked_at)
-    if trouble:
-        answer["notes"] = [*answer.get("notes", []), trouble]
-        answer["flags"] = {**answer.get("flags", {}), "local_model_failed": True}
+    return answer.with_note(trouble, "local_model_failed") if trouble else answer
 
 
 def _sources(outputs: dict[str, Any]) -> list[dict[str, Any]]:

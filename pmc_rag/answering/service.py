@@ -106,7 +106,7 @@ class AnswerService:
         if conversation_id is not None and not (0 < len(conversation_id) <= 100 and conversation_id.isprintable()):
             raise InputError("`conversation_id` must be the id a previous answer returned")
         fixed = _fixed(question, redacted, started)
-        if fixed and fixed["kind"] == "emergency" and self._continues_a_conversation(question, conversation_id,
+        if fixed and fixed.kind == "emergency" and self._continues_a_conversation(question, conversation_id,
                                                                                      history):
             fixed = _fixed(question, redacted, started, follow_up=True)
         possible = not fixed and check_crisis(question).possible
@@ -116,8 +116,8 @@ class AnswerService:
             fixed = _fixed(question, redacted, started, certain=True)
         if fixed:
             self._audit(question, 200, fixed, conversation_id)
-            log.info("%s status=200 kind=%s", self.name, fixed["kind"])
-            return Answer.model_validate(fixed)
+            log.info("%s status=200 kind=%s", self.name, fixed.kind)
+            return fixed
         try:
             return self._answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
                                 stream, on_token, research_follow_up=possible and self._continues_a_conversation(
@@ -150,27 +150,24 @@ class AnswerService:
             generation = self.cache.generation() if self.cache else 0
             answer = self._run(query, haystack_filters, top_k, state, stream, on_token, papers)
             if papers:
-                answer["notes"] = [*answer.get("notes", []), (
+                answer = answer.with_note(
                     "A follow-up question: the papers this conversation is about (" + ", ".join(papers) + ") "
-                    + ("do not answer it." if answer.get("flags", {}).get("not_answered") else "answered it.")
-                    + " A question that names its subject searches every paper.")]
-            degraded = answer.get("flags", {}).get("local_model_failed") or (
-                answer.get("model") is None and answer.get("failed_generators"))
+                    + ("do not answer it." if answer.flags.get("not_answered") else "answered it.")
+                    + " A question that names its subject searches every paper.")
+            degraded = answer.flags.get("local_model_failed") or (answer.model is None and answer.failed_generators)
             if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
                 self.cache.put(key, answer, generation)
-        answer = _with_care_notes(renumber(dict(answer), state.numbers), question, research_follow_up)
-        answer.update(kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
-                      conversation_id=state.conversation_id)
-        if cached:
-            answer["timings_ms"] = {"total": round((time.perf_counter() - started) * 1000, 1)}
+        answer = _with_care_notes(renumber(answer, state.numbers), question, research_follow_up).updated(
+            kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
+            conversation_id=state.conversation_id,
+            **({"timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}} if cached else {}))
         if self.store is not None:
             self.store.save_turn(state, question, query, answer)
         self._audit(question, 200, answer, state.conversation_id)
         log.info("%s status=200 model=%s cached=%s flags=%s timings_ms={%s} citations=%d", self.name,
-                 answer.get("model"), cached, ",".join(f for f, on in answer.get("flags", {}).items() if on) or "-",
-                 ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer["timings_ms"].items()),
-                 len(answer.get("references", [])))
-        return Answer.model_validate(answer)
+                 answer.model, cached, ",".join(f for f, on in answer.flags.items() if on) or "-",
+                 ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer.timings_ms.items()), len(answer.references))
+        return answer
 
     def _continues_a_conversation(self, question: str, conversation_id: str | None, history: Any) -> bool:
         """Whether the question is a follow-up in a conversation about research, none of whose earlier messages was
@@ -212,7 +209,7 @@ class AnswerService:
                 "start a conversation, then send back the `conversation_id` its answer returns.") from None
 
     def _run(self, query: str, haystack_filters: dict | None, top_k: int | None, state: ConversationState,
-             stream: AnswerProgress | None, on_token: Any, papers: list[str]) -> dict[str, Any]:
+             stream: AnswerProgress | None, on_token: Any, papers: list[str]) -> Answer:
         self.warm_up()
         inputs = {"top_k": top_k}
         if "carried_chunk_ids" in self.pipeline.inputs:
@@ -234,7 +231,7 @@ class AnswerService:
             if on_token is not None:
                 on_token(chunk)
 
-        def run() -> dict[str, Any]:
+        def run() -> Answer:
             return self._pipeline_answer(asked, haystack_filters, inputs, streaming_callback=watched,
                                          on_excerpts=stream.set_excerpts if stream else None)[0]
 
@@ -244,7 +241,7 @@ class AnswerService:
             return run()
 
     def answer_for_evaluation(self, question: str, top_k: int | None = None, streaming_callback: Any = None
-                              ) -> tuple[dict[str, Any], dict[str, Any]]:
+                              ) -> tuple[Answer, dict[str, Any]]:
         """The answer object and every declared output of the run (`ranked`, `excerpts`), for `pmc-rag eval`.
 
         The checks are off: the question goes in as written (no length limit, redaction or fixed reply), so every
@@ -255,7 +252,7 @@ class AnswerService:
 
     def _pipeline_answer(self, query: str, haystack_filters: dict | None, inputs: dict[str, Any], *,
                          streaming_callback: Any = None, on_excerpts: Any = None
-                         ) -> tuple[dict[str, Any], dict[str, Any]]:
+                         ) -> tuple[Answer, dict[str, Any]]:
         return run_answering(self.pipeline, query, haystack_filters, inputs=inputs,
                              streaming_callback=streaming_callback, on_excerpts=on_excerpts)
 
@@ -272,7 +269,7 @@ class AnswerService:
                              "waiting for a turn included), so it was stopped. Ask again when the server is less "
                              "busy; the operator can raise server.answer_deadline_s in hayhooks.yml.", 504)
 
-    def _audit(self, question: str, status: int, answer: dict[str, Any] | None = None,
+    def _audit(self, question: str, status: int, answer: Answer | None = None,
                conversation_id: str | None = None, timings_ms: dict[str, float] | None = None) -> None:
         if self.store is not None:
             self.store.audit(self.name, question, status, answer, conversation_id, timings_ms)
@@ -288,29 +285,27 @@ def fixed_answer(question: Any, max_question_chars: int) -> Answer | None:
     """`AnswerService.fixed_answer` before any pipeline is loaded: `pmc-rag ask` gives a person in danger (or a
     greeting, or a refusal) its reply without first spending seconds loading models it will not use."""
     started = time.perf_counter()
-    fixed = _fixed(*checked_question(question, max_question_chars), started)
-    return Answer.model_validate(fixed) if fixed else None
+    return _fixed(*checked_question(question, max_question_chars), started)
 
 
 def _fixed(question: str, redacted: list[str], started: float, follow_up: bool = False,
-           certain: bool = False) -> dict[str, Any] | None:
+           certain: bool = False) -> Answer | None:
     """The fixed reply's answer object, or None; `certain`: the emergency reply to a message the check found
     possible danger in (a conversation that began with an emergency)."""
     fixed = ("emergency", emergency_reply_for(question)) if certain else fixed_reply(question, follow_up)
     if not fixed:
         return None
     kind, text = fixed
-    return {"kind": kind, "question": question, "answer": text, "redacted": redacted, "references": [],
-            "notes": [], "timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}}
+    return Answer(kind=kind, question=question, answer=text, redacted=redacted,
+                  timings_ms={"total": round((time.perf_counter() - started) * 1000, 1)})
 
 
-def _with_care_notes(answer: dict[str, Any], question: str, research_follow_up: bool = False) -> dict[str, Any]:
+def _with_care_notes(answer: Answer, question: str, research_follow_up: bool = False) -> Answer:
     """The answer, with personal data its text holds redacted (as the question's is), and a not-medical-advice
     note for a question about someone's own care; each named in the flags and notes."""
-    flags, notes = dict(answer.get("flags", {})), list(answer.get("notes", []))
-    shown, kinds = redact_personal_data(answer.get("answer") or "")
+    flags, notes = dict(answer.flags), list(answer.notes)
+    shown, kinds = redact_personal_data(answer.answer or "")
     if kinds:
-        answer["answer"] = shown
         flags["personal_data_removed"] = True
         notes.append("Personal data in the answer's text was replaced (" + ", ".join(kinds) + ").")
     if reads_as_personal(question):
@@ -320,8 +315,8 @@ def _with_care_notes(answer: dict[str, Any], question: str, research_follow_up: 
     safety = safety_line(check_crisis(question, follow_up=research_follow_up))
     if safety:  # the question may describe someone in danger now: the crisis line goes above the answer
         flags["possible_emergency"] = True
-        answer = {**answer, "safety": safety}
-    return {**answer, "flags": flags, "notes": notes}
+    return answer.updated(answer=shown if kinds else answer.answer, flags=flags, notes=notes,
+                          safety=safety or answer.safety)
 
 
 def _within_papers(filters: dict[str, Any] | None, papers: list[str]) -> dict[str, Any]:
