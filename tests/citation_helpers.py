@@ -31,4 +31,4 @@ def build(text: str, documents=EXCERPTS, **kwargs):
     verified = verify(text, documents)
     return CitedAnswerBuilder().run(question="Does erlotinib work?", documents=documents, claims=verified["claims"],
                                     invalid_citations=verified["invalid_citations"],
-                                    raw_answer=verified["raw_answer"], **kwargs)["answer"]
+                                    raw_answer=verified["raw_answer"], **kwargs)["answer"].model_dump()

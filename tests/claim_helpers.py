@@ -34,4 +34,4 @@ def built(reply: str, question: str, **settings) -> dict:
     checked = ClaimChecker().run(claims=verified["claims"], documents=EXCERPTS)
     return CitedAnswerBuilder(**settings).run(question=question, documents=EXCERPTS, claims=checked["claims"],
                                               removed_claims=checked["removed_claims"],
-                                              raw_answer=verified["raw_answer"])["answer"]
+                                              raw_answer=verified["raw_answer"])["answer"].model_dump()

@@ -185,18 +185,20 @@ def test_messages_on_other_things_are_not_sent_to_the_exemplars(message):
 
 def test_answers_to_personal_questions_say_they_are_not_medical_advice_and_personal_data_is_removed():
     from pmc_rag.answering.service import _with_care_notes
+    from pmc_rag.components.answer import Answer
     from pmc_rag.answering.guards import NOT_MEDICAL_ADVICE, reads_as_personal
 
     assert reads_as_personal("Should I stop my statins before surgery?")
     assert reads_as_personal("Is it safe for my son to take ibuprofen?")
     assert not reads_as_personal("Do statins reduce dementia risk in older adults?")
-    answer = _with_care_notes({"answer": "Statins lowered LDL [1]. Write to anna.berg@example.org.", "flags": {},
-                               "notes": ["A note."]}, "Should I stop my statins?")
-    assert answer["answer"] == "Statins lowered LDL [1]. Write to [EMAIL]."
-    assert answer["flags"] == {"personal_data_removed": True, "personal_question": True}
-    assert answer["notes"][0] == NOT_MEDICAL_ADVICE and "[EMAIL]" in answer["notes"][-1]
-    plain = _with_care_notes({"answer": "Statins lowered LDL [1].", "flags": {}, "notes": []}, "Do statins work?")
-    assert plain == {"answer": "Statins lowered LDL [1].", "flags": {}, "notes": []}
+    given = Answer(question="q", answer="Statins lowered LDL [1]. Write to anna.berg@example.org.", notes=["A note."])
+    answer = _with_care_notes(given, "Should I stop my statins?")
+    assert answer.answer == "Statins lowered LDL [1]. Write to [EMAIL]."
+    assert answer.flags == {"personal_data_removed": True, "personal_question": True}
+    assert answer.notes[0] == NOT_MEDICAL_ADVICE and "[EMAIL]" in answer.notes[-1]
+    assert given.notes == ["A note."] and "anna.berg" in given.answer   # a copy: the given answer is unchanged
+    plain = Answer(question="q", answer="Statins lowered LDL [1].")
+    assert _with_care_notes(plain, "Do statins work?") == plain
 
 
 def test_a_question_that_may_describe_danger_is_answered_with_the_crisis_line_on_top():
@@ -229,9 +231,8 @@ def test_a_question_that_may_describe_danger_is_answered_with_the_crisis_line_on
     assert passive.possible and not passive.crisis
     line = safety_line(passive)
     assert line and "988" in line and "emergency number" in line
-    shown = _with_care_notes({"answer": "Raman spectra of serum told asthma apart [1].", "flags": {}, "notes": [],
-                              "question": "q", "references": []}, "i'm so tired of existing")
-    assert shown["safety"] == line and shown["flags"]["possible_emergency"]
-    answer = Answer.model_validate({**shown, "kind": "answer"})
+    answer = _with_care_notes(Answer(question="q", answer="Raman spectra of serum told asthma apart [1]."),
+                              "i'm so tired of existing")
+    assert answer.safety == line and answer.flags["possible_emergency"]
     assert answer.as_text().startswith(line + "\n\nRaman spectra")   # the line first, then the answer
     assert chat_text(answer).startswith(f"**{line}**\n\nRaman spectra")

@@ -119,7 +119,7 @@ def test_a_summary_quotes_the_key_findings_after_the_model_s_sentences_cited_wit
     claim = {"text": "Erlotinib was given first line to 46 patients with EGFR mutations", "cited": ["PMC1"],
              "support": 1.0, "attached": [], "judgement": "supported"}
     answer = CitedAnswerBuilder().run(question="Summarise PMC1", documents=read, claims=[claim], raw_answer="x [1]",
-                                      route="summarise", excerpts_dropped=5, key_findings=key)["answer"]
+                                      route="summarise", excerpts_dropped=5, key_findings=key)["answer"].model_dump()
     assert answer["answer"].endswith("Rash was the most common adverse event and was mostly mild. [1]") or \
         answer["answer"].endswith("Rash was the most common adverse event and was mostly mild [1].")
     assert [(c["section"], c["chunk_id"]) for c in answer["citations"]] == [("Abstract", "abs"),
@@ -127,7 +127,7 @@ def test_a_summary_quotes_the_key_findings_after_the_model_s_sentences_cited_wit
     assert any("the key finding of 1 section(s) it did not read is quoted (Results / Safety)" in note
                for note in answer["notes"])
     # Not answered stays not answered: nothing is quoted into it.
-    gone = CitedAnswerBuilder().run(question="Summarise PMC1", unanswered=[], key_findings=key)["answer"]
+    gone = CitedAnswerBuilder().run(question="Summarise PMC1", unanswered=[], key_findings=key)["answer"].model_dump()
     assert gone["flags"]["not_answered"] and not gone["citations"]
 
 

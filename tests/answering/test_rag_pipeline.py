@@ -29,7 +29,7 @@ def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_pat
     table, folder = rag_files
     pipeline = load_declared_pipeline(pipeline_file_for("rag", table, tmp_path, real_model=True))
     pipeline.warm_up()  # starts the local model server
-    answer = answer_question(pipeline, QUESTION)
+    answer = answer_question(pipeline, QUESTION).model_dump()
 
     assert answer["model"] == "qwen2.5-0.5b-instruct"  # no Ollama here: the embedded model answered
     assert answer["failed_generators"] == ["OllamaChatGenerator"]
@@ -46,7 +46,7 @@ def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_pat
     # Streamed, through the same model server: tokens arrive one by one and usage still comes with the answer.
     tokens: list[str] = []
     streamed = answer_question(pipeline, "Does erlotinib prolong progression-free survival in EGFR-mutant NSCLC?",
-                               streaming_callback=lambda chunk: tokens.append(chunk.content))
+                               streaming_callback=lambda chunk: tokens.append(chunk.content)).model_dump()
     assert streamed["model"] == "qwen2.5-0.5b-instruct" and len([t for t in tokens if t]) > 5
     assert "".join(tokens).strip() == streamed["raw_answer"].strip()
     assert streamed["usage"]["completion_tokens"] == len([t for t in tokens if t])
@@ -62,7 +62,7 @@ def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_f
     del spec["local_model"]
     path = tmp_path / "rag_no_generator.yml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    answer = answer_question(load_declared_pipeline(path), QUESTION)
+    answer = answer_question(load_declared_pipeline(path), QUESTION).model_dump()
     assert answer["flags"]["extractive_fallback"] and answer["model"] is None
     assert "No model answer was available" in answer["notes"][0]
     assert answer["references"] and answer["references"][0]["source_id"] == "PMC4816447"
@@ -78,7 +78,7 @@ def test_a_generator_timeout_gives_the_quoted_answer_flagged(rag_files, tmp_path
     local.update(timeout=0.001, generation_kwargs={**local["generation_kwargs"], "temperature": 0.7})
     path = tmp_path / "rag_impatient.yml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    answer = answer_question(load_declared_pipeline(path), QUESTION)
+    answer = answer_question(load_declared_pipeline(path), QUESTION).model_dump()
     assert answer["failed_generators"] == ["OllamaChatGenerator", "OpenAIChatGenerator"]
     assert answer["model"] is None and answer["flags"]["extractive_fallback"]
     assert answer["references"][0]["source_id"] == "PMC4816447" and "[1]" in answer["answer"]
@@ -125,7 +125,7 @@ def test_rag_rerank_wiring_runs_with_a_cross_encoder(rag_files, tiny_cross_encod
     path.write_text(path.read_text().replace("cross-encoder/ms-marco-MiniLM-L-6-v2", str(tiny_cross_encoder)))
     pipeline = load_declared_pipeline(path)
     pipeline.warm_up()
-    answer = answer_question(pipeline, QUESTION)
+    answer = answer_question(pipeline, QUESTION).model_dump()
     assert answer["timings_ms"]["ranker"] > 0
     assert answer["references"] and {r["source_id"] for r in answer["references"]} <= \
         {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
@@ -144,7 +144,8 @@ def test_a_model_that_cannot_load_is_a_start_up_error_naming_the_yaml_key(rag_fi
 def test_each_optional_stage_is_a_yaml_variant_that_answers(rag_files, name):
     table, folder = rag_files
     pipeline = load_declared_pipeline(pipeline_file_for(name, table, folder))
-    answer = answer_question(pipeline, "Does first-line erlotinib help NSCLC patients with an EGFR mutation?")
+    answer = answer_question(pipeline,
+                             "Does first-line erlotinib help NSCLC patients with an EGFR mutation?").model_dump()
     stage = {"rag_abbrev": "expander", "rag_evidence": "evidence_boost", "rag_context": "context",
              "rag_structured": "reader", "rag_short_excerpts": "sentences", "rag_rewrite": "rewriter",
              "rag_multi_query": "expander"}[name]
@@ -215,7 +216,7 @@ def test_renaming_components_in_the_yaml_changes_nothing_but_their_lines(rag_fil
     path = folder / "rag_renamed.yml"
     path.write_text(yaml.safe_dump(spec))
     seen: list = []
-    answer = answer_question(load_declared_pipeline(path), QUESTION, on_excerpts=seen.extend)
+    answer = answer_question(load_declared_pipeline(path), QUESTION, on_excerpts=seen.extend).model_dump()
     assert seen and {d.id for d in seen} == {s["chunk_id"] for s in answer["sources"] if s["in_prompt"]}
     assert answer["timings_ms"]["excerpt_window"] > 0
     assert any("bm25" in s["found_by"] for s in answer["sources"])  # the declared name, not the component's
@@ -278,7 +279,7 @@ def test_the_stage_timer_leaves_a_tracer_someone_set_all_its_spans(tmp_path):
 def test_a_question_the_papers_cannot_answer_gets_not_answered_without_asking_the_model(rag_files):
     table, folder = rag_files
     pipeline = load_declared_pipeline(pipeline_file_for("rag", table, folder))
-    answer = answer_question(pipeline, "How do I reset my router password?")
+    answer = answer_question(pipeline, "How do I reset my router password?").model_dump()
     assert answer["answer"] == "The indexed papers do not answer this question."
     assert answer["flags"]["not_answered"] and answer["not_answering"] and not answer["references"]
     assert "generator" not in answer["timings_ms"] and answer["model"] is None  # the model was never asked
@@ -291,10 +292,10 @@ def test_the_retry_variant_rewrites_only_a_question_the_first_search_turns_away(
     table, folder = rag_files
     pipeline = load_declared_pipeline(pipeline_file_for("rag_rewrite_retry", table, folder))
     pipeline.warm_up()
-    answered = answer_question(pipeline, QUESTION)
+    answered = answer_question(pipeline, QUESTION).model_dump()
     assert answered["references"] and "rewriter" not in answered["timings_ms"]
     assert not any(n.startswith("Searched as: ") for n in answered["notes"])
-    away = answer_question(pipeline, "How do I reset my router password?")
+    away = answer_question(pipeline, "How do I reset my router password?").model_dump()
     assert away["flags"]["not_answered"] and not away["references"]
     assert away["timings_ms"]["rewriter"] > 0 and away["timings_ms"]["retry_gate"] > 0
     assert any(n.startswith("Searched as: ") for n in away["notes"]), away["notes"]

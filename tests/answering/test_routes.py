@@ -84,7 +84,7 @@ def routed(tmp_path_factory, pmc_sample_table):
 
 
 def test_a_summary_cites_only_the_named_paper_with_each_citation_s_section(routed):
-    answer = answer_question(routed, "Summarise the FIELT trial")
+    answer = answer_question(routed, "Summarise the FIELT trial").model_dump()
     assert answer["route"] == "summarise"
     assert "semantic" not in answer["timings_ms"] and answer["timings_ms"]["paper_reader"] > 0  # no search
     assert answer["references"] and {r["source_id"] for r in answer["references"]} == {"PMC4816447"}
@@ -97,12 +97,13 @@ def test_a_summary_cites_only_the_named_paper_with_each_citation_s_section(route
     assert {c["section"] for c in answer["citations"]} - read_sections
     text = Answer.model_validate(answer).as_text(explain=True)  # the route is in the explanation (issue 61)
     assert "sections cited: " in text and "(route: summarise)" in text
-    gone = answer_question(routed, "Summarise PMC1")
+    gone = answer_question(routed, "Summarise PMC1").model_dump()
     assert gone["flags"]["not_answered"] and "No indexed paper is 'PMC1'" in gone["notes"][0]
 
 
 def test_a_comparison_shows_the_model_evidence_on_both_subjects(routed):
-    answer = answer_question(routed, "How does erlotinib compare with osimertinib in EGFR-mutant lung cancer?")
+    answer = answer_question(routed,
+                             "How does erlotinib compare with osimertinib in EGFR-mutant lung cancer?").model_dump()
     assert answer["route"] == "compare" and answer["timings_ms"]["subject_search"] > 0
     shown = {s["source_id"] for s in answer["sources"] if s["in_prompt"]}
     assert {"PMC4816447", "PMC6580637"} <= shown  # the erlotinib trial and the osimertinib study
@@ -111,7 +112,7 @@ def test_a_comparison_shows_the_model_evidence_on_both_subjects(routed):
 
 def test_a_question_in_two_steps_names_each_search_in_its_notes(routed):
     answer = answer_question(routed, "What mutation did the osimertinib paper study, and which other papers "
-                                     "mention that mutation?")
+                                     "mention that mutation?").model_dump()
     assert answer["route"] == "multi_step" and answer["timings_ms"]["follow_up_search"] > 0
     assert answer["notes"][0].startswith("Step 1: read the paper the question names, PMC6580637")
     assert "Search 2: " in answer["notes"][0]
@@ -121,7 +122,7 @@ def test_a_question_in_two_steps_names_each_search_in_its_notes(routed):
 
 def test_a_question_in_two_steps_that_names_its_paper_reads_it_first(routed):
     answer = answer_question(routed, "Which drug did the FIELT trial test, and what do other papers report about "
-                                     "that drug?")
+                                     "that drug?").model_dump()
     assert answer["route"] == "multi_step" and not answer["flags"].get("not_answered")
     assert "semantic" not in answer["timings_ms"] and answer["timings_ms"]["step_reader"] > 0  # read, not searched
     assert answer["notes"][0].startswith("Step 1: read the paper the question names, PMC4816447")
@@ -132,7 +133,8 @@ def test_a_question_in_two_steps_that_names_its_paper_reads_it_first(routed):
 
 
 def test_a_single_finding_takes_rag_yml_s_path(routed):
-    answer = answer_question(routed, "Is first-line erlotinib effective in advanced NSCLC with EGFR mutations?")
+    answer = answer_question(routed,
+                             "Is first-line erlotinib effective in advanced NSCLC with EGFR mutations?").model_dump()
     assert answer["route"] == "single" and answer["timings_ms"]["ranker"] > 0
     assert "PMC4816447" in [r["source_id"] for r in answer["references"]]
 
@@ -175,14 +177,14 @@ def test_a_comparison_shows_both_sides_when_its_excerpts_hold_both():
     question = "How does erlotinib compare with osimertinib in EGFR-mutant lung cancer?"
     builder = CitedAnswerBuilder()
     # Quoted (no model answer): one finding per subject, where the whole question's words chose one paper only.
-    assert len(builder.run(question=question, documents=excerpts, claims=[])["answer"]["references"]) == 1
-    quoted = builder.run(question=question, documents=excerpts, claims=[], **routed)["answer"]
+    assert len(builder.run(question=question, documents=excerpts, claims=[])["answer"].model_dump()["references"]) == 1
+    quoted = builder.run(question=question, documents=excerpts, claims=[], **routed)["answer"].model_dump()
     assert [r["source_id"] for r in quoted["references"]] == ["PMC1", "PMC2"]
     # A model's answer about one side only: the other side's finding is added, and the note says so.
     claim = {"text": "Erlotinib improved progression-free survival to 11 months", "cited": ["PMC1"], "support": 1.0,
              "attached": [], "judgement": "supported"}
     answered = builder.run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
-                           **routed)["answer"]
+                           **routed)["answer"].model_dump()
     assert [r["source_id"] for r in answered["references"]] == ["PMC1", "PMC2"]
     assert any("says nothing of 'osimertinib'" in note for note in answered["notes"])
 
@@ -201,10 +203,10 @@ def test_a_quoted_comparison_shows_each_paper_s_own_finding_never_the_model_s_se
     swapped = {"text": "Men had worse functional outcomes than women three months after stroke", "cited": ["PMC1"],
                "support": 1.0, "attached": [], "judgement": "supported"}
     model = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[swapped],
-                                     raw_answer="x [PMC1]", **routed)["answer"]
+                                     raw_answer="x [PMC1]", **routed)["answer"].model_dump()
     assert "Men had worse functional outcomes" in model["answer"]  # what `comparisons: model` shows
     quoted = CitedAnswerBuilder(comparisons="quoted").run(question=question, documents=excerpts, claims=[swapped],
-                                                          raw_answer="x [PMC1]", **routed)["answer"]
+                                                          raw_answer="x [PMC1]", **routed)["answer"].model_dump()
     assert "Men had worse functional outcomes" not in quoted["answer"]
     assert "Women had worse functional outcomes than men" in quoted["answer"]
     assert [r["source_id"] for r in quoted["references"]] == ["PMC1", "PMC2"]  # one paper per subject
@@ -212,7 +214,7 @@ def test_a_quoted_comparison_shows_each_paper_s_own_finding_never_the_model_s_se
     assert any("(comparisons: quoted)" in note for note in quoted["notes"])
     # Any other route is answered as before.
     single = CitedAnswerBuilder(comparisons="quoted").run(question=question, documents=excerpts, claims=[swapped],
-                                                          raw_answer="x [PMC1]")["answer"]
+                                                          raw_answer="x [PMC1]")["answer"].model_dump()
     assert "Men had worse functional outcomes" in single["answer"]
 
 
@@ -236,12 +238,12 @@ def test_an_excerpt_s_header_copied_by_the_model_is_not_shown_as_text():
                      "survival to 11 months", "cited": ["PMC1"], "support": 1.0, "attached": [],
              "judgement": "supported"}
     answer = CitedAnswerBuilder().run(question="Does erlotinib improve survival?", documents=[excerpt],
-                                      claims=[claim], raw_answer="x [PMC1]")["answer"]
+                                      claims=[claim], raw_answer="x [PMC1]")["answer"].model_dump()
     assert answer["answer"].startswith("Erlotinib improved progression-free survival")
     for label in ("Summary: ", "TL;DR: ", "Key results of 'The FIELT trial': "):  # the request, echoed
         labelled = {**claim, "text": label + "Erlotinib improved progression-free survival to 11 months"}
-        shown = CitedAnswerBuilder().run(question="Summarise the FIELT trial", documents=[excerpt],
-                                         claims=[labelled], raw_answer="x [PMC1]", route="summarise")["answer"]
+        shown = CitedAnswerBuilder().run(question="Summarise the FIELT trial", documents=[excerpt], claims=[labelled],
+                                         raw_answer="x [PMC1]", route="summarise")["answer"].model_dump()
         assert shown["answer"].startswith("Erlotinib improved"), label
 
 
@@ -297,13 +299,13 @@ def test_a_two_step_answer_citing_one_paper_gets_another_paper_s_finding_on_what
     question = "Which drug did the FIELT trial test, and what do other papers report about that drug?"
     builder = CitedAnswerBuilder()
     answer = builder.run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
-                         route="multi_step", looked_up=["erlotinib"])["answer"]
+                         route="multi_step", looked_up=["erlotinib"])["answer"].model_dump()
     assert [r["source_id"] for r in answer["references"]] == ["PMC1", "PMID:2"]
     assert "Erlotinib caused rash in 80% of patients" in answer["answer"]
     assert any("'erlotinib' (the second search) is quoted" in note for note in answer["notes"])
     # Without a second search, the answer is the model's alone.
     alone = builder.run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
-                        route="multi_step")["answer"]
+                        route="multi_step")["answer"].model_dump()
     assert [r["source_id"] for r in alone["references"]] == ["PMC1"]
 
 
@@ -355,7 +357,7 @@ def test_a_two_step_answer_never_credits_other_papers_with_what_only_the_first_p
              "support": 1.0, "attached": [], "judgement": "supported"}
     question = "Which drug did the FIELT trial test, and what do other papers report about that drug?"
     answer = CitedAnswerBuilder().run(question=question, documents=excerpts, claims=[claim], raw_answer="x [PMC1]",
-                                      route="multi_step", looked_up=["erlotinib"])["answer"]
+                                      route="multi_step", looked_up=["erlotinib"])["answer"].model_dump()
     assert "Other papers report" not in answer["answer"]
     assert any("says what other papers report, but cites only PMC1" in note for note in answer["notes"])
     # What the first part asks (the drug) is answered by the sentence naming it, though that is a method.
@@ -373,13 +375,13 @@ def test_an_overview_drawn_from_one_paper_gets_the_other_papers_findings_on_its_
              "support": 1.0, "attached": [], "judgement": "supported"}
     builder = CitedAnswerBuilder()
     answer = builder.run(question="Summarise the evidence on gestational diabetes", documents=excerpts,
-                         claims=[claim], raw_answer="x [PMC1]", route="overview")["answer"]
+                         claims=[claim], raw_answer="x [PMC1]", route="overview")["answer"].model_dump()
     assert [r["source_id"] for r in answer["references"]] == ["PMC1", "PMID:3"]
     assert "Women with gestational diabetes had larger babies" in answer["answer"]
     assert any("1 more paper(s) found on 'gestational diabetes' is quoted" in note for note in answer["notes"])
     # Another route, or an overview already drawn from two papers, is left as the model wrote it.
     single = builder.run(question="Summarise the evidence on gestational diabetes", documents=excerpts,
-                         claims=[claim], raw_answer="x [PMC1]", route="single")["answer"]
+                         claims=[claim], raw_answer="x [PMC1]", route="single")["answer"].model_dump()
     assert [r["source_id"] for r in single["references"]] == ["PMC1"]
 
 
@@ -393,11 +395,11 @@ def test_a_comparison_whose_subjects_no_excerpt_names_is_answered_as_any_questio
     builder = CitedAnswerBuilder(comparisons="quoted")
     question = "Does either obesity or OSA severity influence the response of autoCPAP machines?"
     answer = builder.run(question=question, documents=excerpts, claims=[],
-                         raw_answer="No, the excerpts do not compare them.", **routed)["answer"]
+                         raw_answer="No, the excerpts do not compare them.", **routed)["answer"].model_dump()
     assert answer["answer"].startswith("AutoCPAP pressures correlated only moderately") and \
         [r["source_id"] for r in answer["references"]] == ["PMID:1"]
     # No excerpt left to quote: "not answered", never an empty answer.
-    empty = builder.run(question=question, documents=[], claims=[], raw_answer="No.", **routed)["answer"]
+    empty = builder.run(question=question, documents=[], claims=[], raw_answer="No.", **routed)["answer"].model_dump()
     assert empty["flags"]["not_answered"] and empty["answer"] == "The indexed papers do not answer this question."
 
 
@@ -412,13 +414,13 @@ def test_a_quoted_comparison_says_when_no_sentence_quoted_compares_the_subjects(
                      "Conclusions")]
     builder = CitedAnswerBuilder(comparisons="quoted")
     answer = builder.run(question="How does gefitinib compare with erlotinib?", documents=apart, claims=[],
-                         raw_answer="Gefitinib is better.", **routed)["answer"]
+                         raw_answer="Gefitinib is better.", **routed)["answer"].model_dump()
     assert {r["source_id"] for r in answer["references"]} == {"PMID:1", "PMID:2"}
     assert any(n.startswith("No sentence quoted here compares 'gefitinib' with 'erlotinib'") for n in answer["notes"])
     compared = [passage("c", "PMID:3", "Erlotinib gave longer progression-free survival than gefitinib in EGFR-mutant "
                                        "lung cancer.", "Conclusions")]
     answer = builder.run(question="How does gefitinib compare with erlotinib?", documents=compared, claims=[],
-                         raw_answer="Gefitinib is better.", **routed)["answer"]
+                         raw_answer="Gefitinib is better.", **routed)["answer"].model_dump()
     assert answer["answer"].startswith("Erlotinib gave longer progression-free survival than gefitinib")
     assert not any(n.startswith("No sentence quoted here compares") for n in answer["notes"])
 

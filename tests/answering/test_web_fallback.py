@@ -56,7 +56,7 @@ def test_a_web_search_set_in_the_yaml_is_asked_only_when_the_papers_do_not_answe
     pipeline.warm_up()
     search = pipeline.pipeline.get_component("web_fallback").web_search
 
-    unanswered = answer_question(pipeline, "Does high-dose vitamin C improve survival in sepsis?")
+    unanswered = answer_question(pipeline, "Does high-dose vitamin C improve survival in sepsis?").model_dump()
     assert unanswered["flags"]["not_answered"] and unanswered["flags"]["web_results"]
     assert search.calls == ["Does high-dose vitamin C improve survival in sepsis?"]
     assert unanswered["references"] == [] and "[" not in unanswered["answer"]  # nothing cited
@@ -64,6 +64,7 @@ def test_a_web_search_set_in_the_yaml_is_asked_only_when_the_papers_do_not_answe
     assert all(w["confidence"] == 0.3 for w in unanswered["web_sources"])
     text = Answer.model_validate(unanswered).as_text()
     assert "Web results (not indexed literature, not cited, not checked; lower confidence):" in text
-    answered = answer_question(pipeline, "Is first-line erlotinib effective in advanced NSCLC with EGFR mutations?")
+    answered = answer_question(pipeline,
+                               "Is first-line erlotinib effective in advanced NSCLC with EGFR mutations?").model_dump()
     assert not answered["flags"].get("not_answered") and answered.get("web_sources", []) == []
     assert len(search.calls) == 1  # the papers answered: no web search

@@ -17,7 +17,7 @@ EXCERPT = Document(id="c1", content="Erlotinib prolonged progression-free surviv
                          "pmcid": "PMC123", "pmid": "999", "section": "Results"})
 
 
-def built_answer() -> dict:
+def built_answer() -> Answer:
     claims = [{"text": "Erlotinib prolonged progression-free survival.", "cited": ["PMC123"], "attached": [],
                "support": 0.8}]
     return CitedAnswerBuilder().run(question="Does erlotinib work?", documents=[EXCERPT], claims=claims,
@@ -31,17 +31,36 @@ def test_the_docs_table_is_generated_from_the_model():
 
 def test_what_the_builder_builds_is_an_answer_and_reads_back_unchanged():
     built = built_answer()
-    assert Answer.model_validate(built).model_dump() == built
-    assert built["references"][0]["url"] == "https://pmc.ncbi.nlm.nih.gov/articles/PMC123/"
+    assert isinstance(built, Answer)
+    assert Answer.model_validate(built.model_dump()) == built
+    assert Answer.model_validate_json(built.model_dump_json()) == built
+    assert built.references[0].url == "https://pmc.ncbi.nlm.nih.gov/articles/PMC123/"
+
+
+def test_the_answer_is_never_edited_later_steps_make_checked_copies():
+    built = built_answer()
+    with pytest.raises(ValidationError, match="frozen"):
+        built.notes = ["edited"]
+    timed = built.updated(timings_ms={"total": 12.5})
+    noted = timed.with_note("A later step's note.", "weak_support", first=True)
+    assert built.timings_ms == {} and built.notes == [] and not built.flags["weak_support"]
+    assert timed.timings_ms == {"total": 12.5} and noted.timings_ms == {"total": 12.5}
+    assert noted.notes == ["A later step's note."] and noted.flags["weak_support"]
+    with pytest.raises(ValidationError, match="extra"):
+        built.updated(surprise=1)
+    with pytest.raises(ValidationError):
+        built.updated(references=[{"source_id": "PMC1"}])   # a reference without its number
 
 
 def test_a_field_outside_the_model_is_refused():
     with pytest.raises(ValidationError, match="extra"):
-        Answer.model_validate({**built_answer(), "surprise": 1})
+        Answer.model_validate({**built_answer().model_dump(), "surprise": 1})
 
 
 def test_cli_and_chat_render_the_same_references_and_the_chat_reads_its_numbers_back():
-    answer = Answer.model_validate(renumber(built_answer(), {"PMC9": 1}))  # PMC123 is new: [2]
+    built = built_answer()
+    answer = renumber(built, {"PMC9": 1})  # PMC123 is new: [2]
+    assert built.answer.endswith("[1].")   # a copy: the builder's answer keeps its own numbers
     text = answer.as_text()
     assert text.startswith("Erlotinib prolonged progression-free survival [2].")
     assert "[2] Erlotinib trial. Lancet 2012. PMC123, PMID 999" in text
@@ -60,10 +79,10 @@ def test_the_answer_comes_first_with_one_line_of_caveat_and_the_rest_on_request(
     model answered go to `--explain`, the JSON and the page's details."""
     from pmc_rag.serving.endpoints import chat_text
 
-    answer = Answer.model_validate({**built_answer(), "model": "qwen", "failed_generators": ["ollama"],
-                                    "notes": ["Not medical advice.", "Left out 1 sentence(s).", "Ollama failed."],
-                                    "removed_claims": [{"text": "Erlotinib cures everyone.", "cited": ["PMC123"],
-                                                        "judgement": "contradicted", "reason": "negation"}]})
+    answer = built_answer().updated(model="qwen", failed_generators=["ollama"],
+                                    notes=["Not medical advice.", "Left out 1 sentence(s).", "Ollama failed."],
+                                    removed_claims=[{"text": "Erlotinib cures everyone.", "cited": ["PMC123"],
+                                                     "judgement": "contradicted", "reason": "negation"}])
     brief = answer.as_text()
     assert brief.startswith("Erlotinib prolonged progression-free survival [1].\n\nNote: Not medical advice. "
                             "(2 more notes: --explain)\n\nReferences")
@@ -78,4 +97,4 @@ def test_the_answer_comes_first_with_one_line_of_caveat_and_the_rest_on_request(
     # the other notes follow the references, folded
     assert chat.index("References:") < chat.index("<details><summary>Details</summary>") < chat.index("- Left out")
     assert "- Answered by qwen (failed first: ollama)" in chat and "cures everyone" not in chat
-    assert Answer.model_validate({**built_answer(), "notes": ["Only one."]}).caveat() == "Only one."
+    assert built_answer().updated(notes=["Only one."]).caveat() == "Only one."

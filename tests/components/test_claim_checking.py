@@ -191,7 +191,7 @@ def answer_for(reply: str, judge=None, documents=EXCERPTS) -> dict:
     return CitedAnswerBuilder().run(question="q?", documents=documents, claims=checked["claims"],
                                     removed_claims=checked["removed_claims"],
                                     invalid_citations=verified["invalid_citations"],
-                                    raw_answer=verified["raw_answer"])["answer"]
+                                    raw_answer=verified["raw_answer"])["answer"].model_dump()
 
 
 def test_the_answer_keeps_what_is_supported_and_says_what_was_repaired():
@@ -220,7 +220,7 @@ def test_quotations_come_only_from_papers_as_close_to_the_question_as_the_first(
                           "EGFR-mutant lung cancer in a second trial.", meta={"source_id": "PMC3"})
     builder = CitedAnswerBuilder()
     question = "Does erlotinib prolong progression-free survival in EGFR-mutant lung cancer?"
-    quoted = builder.run(question=question, documents=[*EXCERPTS, on_subject], claims=[])["answer"]
+    quoted = builder.run(question=question, documents=[*EXCERPTS, on_subject], claims=[])["answer"].model_dump()
     assert quoted["flags"]["extractive_fallback"]
     # the metformin excerpt shares no word with the question; the second erlotinib trial shares as many as the first
     assert [r["source_id"] for r in quoted["references"]] == ["PMC4816447", "PMC3"]

@@ -16,7 +16,7 @@ def test_quotations_skip_headings_and_figure_labels():
     labelled = [Document(id="f", content="Survival outcome. Kaplan-Meier curves of progression-free survival "
                                          "with erlotinib in the whole cohort.", meta={"source_id": "PMC4816447"})]
     answer = CitedAnswerBuilder().run(question="Does erlotinib improve survival?", documents=labelled,
-                                      claims=[], raw_answer="")["answer"]
+                                      claims=[], raw_answer="")["answer"].model_dump()
     assert answer["answer"].startswith("Kaplan-Meier curves")
 
 
@@ -27,7 +27,7 @@ def test_a_follow_up_whose_answer_ignores_what_it_compares_with_is_not_answered(
     def build(text, documents=EXCERPTS, question="How does it compare with gefitinib?", **kwargs):
         verified = verify(text, documents)
         return CitedAnswerBuilder().run(question=question, follow_up_to=topic, documents=documents,
-                                        claims=verified["claims"], raw_answer=text, **kwargs)["answer"]
+                                        claims=verified["claims"], raw_answer=text, **kwargs)["answer"].model_dump()
 
     follow_up = build("Erlotinib prolonged progression-free survival [PMC4816447].", topic_question=topic,
                       word_shares=shares)
@@ -109,7 +109,7 @@ def test_a_quotation_comes_from_the_papers_conclusion_not_its_aim_though_the_aim
     conclusion = Document(id="c", content="Statin use was associated with a lower risk of dementia in this "
                                           "cohort.", meta={**paper, "section": "Abstract: Conclusions"})
     answer = CitedAnswerBuilder().run(question="Do statins reduce the risk of dementia in older adults?",
-                                      documents=[aim, conclusion], claims=[])["answer"]
+                                      documents=[aim, conclusion], claims=[])["answer"].model_dump()
     assert answer["answer"].startswith("Statin use was associated with a lower risk of dementia")
 
 
@@ -126,7 +126,7 @@ def test_a_conclusion_that_abbreviates_the_subjects_is_quoted_not_the_background
         "outcome and mortality in patients with isolated TBI."))
     answer = CitedAnswerBuilder().run(
         question="Does base deficit predict mortality in patients with severe traumatic brain injury?",
-        documents=[objective, conclusion], claims=[])["answer"]
+        documents=[objective, conclusion], claims=[])["answer"].model_dump()
     assert answer["answer"].startswith("Although BD is correlated with GCS")
 
 
@@ -141,7 +141,7 @@ def test_between_sentences_as_close_to_the_question_the_conclusion_is_quoted_not
     conclusion = Document(id="c", meta={**paper, "section": "Abstract: Conclusions"},
                           content="The second-look laparotomy does not improve survival in these women.")
     answer = CitedAnswerBuilder().run(question="Should we continue to offer second-look laparotomy?",
-                                      documents=[objective, results, conclusion], claims=[])["answer"]
+                                      documents=[objective, results, conclusion], claims=[])["answer"].model_dump()
     assert answer["answer"].startswith("The second-look laparotomy does not improve survival")
 
 
@@ -157,7 +157,8 @@ def test_a_quotation_is_never_taken_from_back_matter_or_a_caption():
     result = Document(id="a", meta={**paper, "section": "Abstract"}, content=(
         "The results indicate that the virus circulates sub-clinically in small ruminants in Zambezia Province."))
     question = "Is Rift Valley fever virus circulating in sheep in Mozambique?"
-    answer = CitedAnswerBuilder().run(question=question, documents=[summary, caption, result], claims=[])["answer"]
+    answer = CitedAnswerBuilder().run(question=question, documents=[summary, caption, result],
+                                      claims=[])["answer"].model_dump()
     assert answer["answer"].startswith("The results indicate that the virus circulates sub-clinically")
 
 
@@ -176,7 +177,7 @@ def test_a_quotation_names_the_questions_specific_subject_before_sharing_more_of
 
     def quoted(word_shares):
         return CitedAnswerBuilder().run(question=question, documents=[afatinib, erlotinib], claims=[],
-                                        word_shares=word_shares)["answer"]["answer"]
+                                        word_shares=word_shares)["answer"].model_dump()["answer"]
 
     assert quoted(shares).startswith("The median overall survival with erlotinib was 23 months")
     # Without the corpus statistics, the most words shared decide, as before.
@@ -193,7 +194,7 @@ def test_a_quotation_names_the_questions_specific_subject_before_sharing_more_of
         question="Which drugs improve treatment success in multidrug-resistant tuberculosis?",
         documents=[background, result], claims=[],
         word_shares={"drugs": 0.03, "improve": 0.057, "treatment": 0.2, "success": 0.02,
-                     "multidrug-resistant": 0.002, "tuberculosis": 0.008})["answer"]
+                     "multidrug-resistant": 0.002, "tuberculosis": 0.008})["answer"].model_dump()
     assert answer["answer"].startswith("Treatment success was more likely with drugs such as later-generation")
 
 
@@ -239,7 +240,7 @@ def follow_up(question: str, text: str = "", documents=PARKINSON, topic: str = P
     verified = verify(text, documents) if text else {"claims": []}
     return CitedAnswerBuilder(extractive_sentences=1).run(
         question=question, follow_up_to=topic, documents=documents, claims=verified["claims"],
-        raw_answer=text, topic_question=topic)["answer"]
+        raw_answer=text, topic_question=topic)["answer"].model_dump()
 
 
 def test_a_follow_up_asking_how_many_or_how_it_was_measured_is_quoted_from_the_methods():

@@ -29,7 +29,7 @@ def test_relevant_excerpts_pass_and_irrelevant_ones_are_held_back_with_the_close
 def test_the_not_answered_reply_cites_nothing_and_lists_the_closest_papers():
     closest = RelevanceGate(min_similarity=0.9).run(documents=[], scored=scored(("PMID:7", 0.41)))["unanswered"]
     answer = Answer.model_validate(CitedAnswerBuilder().run(question="What is the capital of France?",
-                                                            documents=[], unanswered=closest)["answer"])
+                                                            documents=[], unanswered=closest)["answer"].model_dump())
     assert answer.answer == "The indexed papers do not answer this question."
     assert answer.flags["not_answered"] and not answer.citations and not answer.references
     assert answer.not_answering[0].source_id == "PMID:7" and answer.not_answering[0].relevance == 0.41
@@ -58,9 +58,9 @@ def test_a_question_turned_away_shows_the_close_papers_findings_labelled_as_rela
         with pytest.raises(ValueError, match="related_papers 1 or more"):
             RelevanceGate(**wrong)
 
-    answer = Answer.model_validate(CitedAnswerBuilder().run(
+    answer = CitedAnswerBuilder().run(
         question="does routinely moving IV cannulas prevent phlebitis?", documents=[],
-        unanswered=held["unanswered"], why_unanswered=held["why_unanswered"], related=held["related"])["answer"])
+        unanswered=held["unanswered"], why_unanswered=held["why_unanswered"], related=held["related"])["answer"]
     assert answer.flags["not_answered"] and answer.flags["related_findings"]
     # the finding (never the aim), quoted and cited, after the reply that says the papers do not answer it
     assert answer.answer == ("The indexed papers do not answer this question. The closest findings, which may not "
@@ -90,7 +90,7 @@ def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_t
 
     answer = Answer.model_validate(CitedAnswerBuilder().run(
         question="Does lecanemab slow cognitive decline?", documents=[], unanswered=held["unanswered"],
-        why_unanswered=held["why_unanswered"])["answer"])
+        why_unanswered=held["why_unanswered"])["answer"].model_dump())
     assert answer.flags["not_answered"] and not answer.references
     assert answer.notes[0].startswith("No indexed paper contains 'lecanemab'") and "No model was asked" in answer.notes[0]
 
@@ -353,24 +353,27 @@ def test_a_subject_of_several_words_is_weighed_whole():
 def test_an_answer_whose_papers_do_not_test_the_question_says_so_and_drops_its_verdict():
     """Issue 61, item 4: "Does metformin reduce cardiovascular events in type 2 diabetes?" was answered with
     sentences on bedtime insulin and insulin resistance, as if they answered it."""
+    from pmc_rag.components.answer import Answer
     from pmc_rag.components.answer_scope import RELATED_ONLY, AnswerScope
 
     scope = AnswerScope(meaning_model=MINILM)
     question = "Does metformin reduce cardiovascular events in type 2 diabetes?"
-    related = {"answer": "Yes. Bedtime NPH insulin was effective [1].", "flags": {}, "notes": [],
-               "references": [{"source_id": "PMID:1", "title": "Bedtime insulin in type 2 diabetes",
-                               "evidence": "Bedtime NPH insulin was effective in type 2 diabetes."}],
-               "citations": [{"source_id": "PMID:1", "evidence": "Bedtime NPH insulin was effective.",
-                              "claim": "Metformin reduces cardiovascular events in type 2 diabetes."}]}
+    related = Answer(question=question, answer="Yes. Bedtime NPH insulin was effective [1].",
+                     references=[{"number": 1, "source_id": "PMID:1", "title": "Bedtime insulin in type 2 diabetes",
+                                  "evidence": "Bedtime NPH insulin was effective in type 2 diabetes."}],
+                     citations=[{"number": 1, "source_id": "PMID:1", "chunk_id": "c1",
+                                 "evidence": "Bedtime NPH insulin was effective.",
+                                 "claim": "Metformin reduces cardiovascular events in type 2 diabetes."}])
     shown = scope.run(answer=related, question=question)["answer"]
-    assert shown["flags"]["related_only"] and shown["answer"] == f"{RELATED_ONLY} Bedtime NPH insulin was effective [1]."
-    assert shown["notes"][-1].startswith("No cited paper names 'metformin' and 'diabetes' together")
-    direct = {**related, "references": [{"source_id": "PMID:2", "title": "Metformin in type 2 diabetes",
-                                         "evidence": "Metformin lowered cardiovascular events by a third."}],
-              "citations": []}
+    assert shown.flags["related_only"] and shown.answer == f"{RELATED_ONLY} Bedtime NPH insulin was effective [1]."
+    assert shown.notes[-1].startswith("No cited paper names 'metformin' and 'diabetes' together")
+    assert related.answer.startswith("Yes.") and not related.flags   # the answer it was given is left as it was
+    direct = related.updated(references=[{"number": 1, "source_id": "PMID:2", "title": "Metformin in type 2 diabetes",
+                                          "evidence": "Metformin lowered cardiovascular events by a third."}],
+                             citations=[])
     assert scope.run(answer=direct, question=question)["answer"] == direct
-    assert scope.run(answer={**related, "flags": {"not_answered": True}}, question=question)["answer"]["flags"] == {
-        "not_answered": True}
+    not_answered = related.updated(flags={"not_answered": True})
+    assert scope.run(answer=not_answered, question=question)["answer"].flags == {"not_answered": True}
     assert scope.run(answer=related, question=question, route="compare")["answer"] == related
     assert scope.subjects(question) == ["metformin", "diabetes"]   # the two weightiest, heaviest first
     assert AnswerScope.from_dict(scope.to_dict()).to_dict() == scope.to_dict()

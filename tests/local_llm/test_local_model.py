@@ -317,7 +317,8 @@ def test_pointing_the_generator_at_another_openai_compatible_server_is_a_yaml_ed
         assert pipeline.local_model is None
         pipeline.warm_up()
         tokens: list[str] = []
-        answer = answer_question(pipeline, QUESTION, streaming_callback=lambda chunk: tokens.append(chunk.content))
+        answer = answer_question(pipeline, QUESTION,
+                                 streaming_callback=lambda chunk: tokens.append(chunk.content)).model_dump()
     assert answer["model"] == "hosted-model" and answer["failed_generators"] == ["OllamaChatGenerator"]
     assert hosted.requests[-1]["authorization"] == "Bearer hosted-secret" and hosted.requests[-1]["body"]["stream"]
     assert len([t for t in tokens if t]) > 3 and answer["references"][0]["source_id"] == "PMC4816447"
@@ -357,7 +358,7 @@ def test_a_hung_ollama_costs_one_timeout_not_one_per_question(folder, monkeypatc
         monkeypatch.setenv("OLLAMA_HOST", ollama.url)
         pipeline = load_declared_pipeline(rag_variant(folder, "rag_hung_ollama", short_ollama_timeout))
         pipeline.warm_up()
-        answers = [answer_question(pipeline, question) for question in (
+        answers = [answer_question(pipeline, question).model_dump() for question in (
             # (each answerable from the indexed text; the erlotinib paper says "rash" only in a table, which is not
             # indexed, so the relevance gate refuses "Does erlotinib cause rash?")
             QUESTION, "Does erlotinib prolong progression-free survival?",
