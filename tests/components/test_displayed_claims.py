@@ -84,13 +84,13 @@ def test_a_verdict_stays_only_on_a_supported_claim_and_uncited_sentences_are_nam
                                 "adenocarcinoma [1].")
     notes = " ".join(answer["notes"])
     assert "Left out 1 sentence(s)" in notes and "no citation" in notes and "By analysing" not in notes
-    assert built(reply, question, verdicts="none")["answer"].model_dump().startswith("Erlotinib prolonged")
+    assert built(reply, question, verdicts="none")["answer"].startswith("Erlotinib prolonged")
     # A verdict that says otherwise than its sentence is held back, and the sentence shown.
-    opposite = built(reply.replace("Yes,", "No:"), question)["answer"].model_dump()
+    opposite = built(reply.replace("Yes,", "No:"), question)["answer"]
     assert opposite == "Erlotinib prolonged progression-free survival in EGFR-mutant lung adenocarcinoma [1]."
     negated = built("No, weight did not change significantly [PMID:15703931].", "Does metformin cause weight gain?")
     assert negated["answer"].startswith("No, weight did not change")
-    shown = built(reply, question, show_uncited=True)["answer"].model_dump()
+    shown = built(reply, question, show_uncited=True)["answer"]
     assert shown.endswith("we can develop targeted interventions.")
     with pytest.raises(ValueError, match="verdicts must be one of"):
         CitedAnswerBuilder(verdicts="always")

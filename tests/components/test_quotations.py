@@ -63,11 +63,11 @@ def test_a_follow_ups_quotation_is_chosen_by_its_own_words_first():
     question = "What about its side effects?"
     quoted = CitedAnswerBuilder().run(question=question, follow_up_to=topic, documents=excerpts, claims=[],
                                       topic_question=topic)
-    assert quoted["answer"]["answer"].startswith("Skin rash and diarrhoea were the most frequent side effects")
+    assert quoted["answer"].answer.startswith("Skin rash and diarrhoea were the most frequent side effects")
     # Without the topic question, the topic's words carried in the query count most, yet a caption is never
     # quoted: it answers nothing.
     caption = CitedAnswerBuilder().run(question=question, follow_up_to=topic, documents=excerpts, claims=[])
-    assert caption["answer"]["answer"].startswith("Skin rash and diarrhoea")
+    assert caption["answer"].answer.startswith("Skin rash and diarrhoea")
 
 
 @pytest.mark.parametrize("sentence, section, rank", [
