@@ -2,6 +2,10 @@
 
 The database is a throwaway embedded server in a temporary folder (deleted at the end), or the server named by
 PMC_RAG_TEST_PG_CONN_STR. Tests never touch the user's data in .pmc-rag/.
+
+A costly fixture that tests only read (a filled table, a loaded pipeline) is session-scoped even when one module
+uses it: the workers steal tests from each other, so a module's tests may run in several stretches, and a
+module-scoped fixture would be built again for each stretch.
 """
 
 from __future__ import annotations

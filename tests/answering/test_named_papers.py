@@ -11,7 +11,7 @@ from pmc_rag.components.paper_reader import PaperReader
 from conftest import passage, make_store
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sample_store(pmc_sample_table):
     return make_store(pmc_sample_table)
 

@@ -19,7 +19,7 @@ from conftest import PROJECT_ROOT, pipeline_file_for
 QUESTION = "Is first-line erlotinib effective in advanced non-small cell lung cancer with EGFR mutations?"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rag_files(tmp_path_factory, pmc_sample_table):
     return pmc_sample_table, tmp_path_factory.mktemp("rag")
 
@@ -103,7 +103,7 @@ def test_pmc_rag_ask_prints_the_answer_and_references(rag_files, pg_conn_str):
     assert empty.returncode == 1 and "`question` is empty" in empty.stderr  # the server's own refusal
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny_cross_encoder(tmp_path_factory):
     """A cross-encoder with random weights, built here: no cross-encoder weights can be installed offline."""
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification

@@ -75,7 +75,7 @@ def test_the_gate_keeps_an_excerpt_chosen_for_a_subject_however_far_below_the_be
     assert [d.id for d in gate.run(documents=excerpts, scored=excerpts, covering=["b"])["documents"]] == ["a", "b"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def routed(tmp_path_factory, pmc_sample_table):
     pipeline = load_declared_pipeline(pipeline_file_for("rag", pmc_sample_table,
                                                         tmp_path_factory.mktemp("routed")))

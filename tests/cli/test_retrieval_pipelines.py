@@ -14,7 +14,7 @@ PAPERS = [CORPUS / "pmc_oa/1471-2180-11-174.nxml", CORPUS / "pmc_oa/PMC4816447.x
 QUESTION = "Is erlotinib effective as first-line treatment of advanced non-small cell lung cancer?"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def indexed_table(tmp_path_factory, pg_conn_str):
     from conftest import indexing_pipeline_for, make_store
 

@@ -21,7 +21,7 @@ from bm25_helpers import DEV_QUESTIONS, UNIT, exhaustive_twin, papers, ranked
 from conftest import CORPUS, make_store
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pubmedqa_retriever(pg_conn_str):
     """The 1,000 PubMedQA abstracts chunked as indexing.yml does, in a table of their own."""
     store = make_store("bm25_pubmedqa")

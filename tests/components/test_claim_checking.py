@@ -228,7 +228,7 @@ def test_quotations_come_only_from_papers_as_close_to_the_question_as_the_first(
 
 # --- stronger judges, swapped in ------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny_nli_models(tmp_path_factory):
     """Two NLI cross-encoders built here (no NLI weights install offline), one that always finds entailment and
     one that always finds contradiction: enough to show labels are read from the model's config."""

@@ -26,7 +26,7 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def stock() -> SentenceTransformersTextEmbedder:
     embedder = SentenceTransformersTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, progress_bar=False,
                                                device=None)

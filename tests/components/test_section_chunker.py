@@ -15,7 +15,7 @@ from pmc_rag.ingestion.xml import IngestError
 from conftest import CORPUS
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def corpus_sections() -> list[Document]:
     files, _ = expand_paths([str(CORPUS)])
     return [

@@ -24,7 +24,7 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def indexed_documents() -> list[Document]:
     """Documents with the vectors ingestion would have stored: the model's, of title, section and text."""
     from sentence_transformers import SentenceTransformer

@@ -145,7 +145,7 @@ def test_bad_question_files_say_what_to_fix(tmp_path, text, message):
         load_questions(path)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def eval_table(pg_conn_str, tmp_path_factory):
     """Some sample PubMedQA abstracts (and one PMC article) in a table of their own."""
     from pmc_rag.ingestion.runner import ingest

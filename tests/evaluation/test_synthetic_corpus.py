@@ -14,7 +14,7 @@ from pmc_rag.ingestion.sources import read_articles
 from conftest import CORPUS
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sample() -> tuple[CorpusStatistics, list[str]]:
     articles = list(read_articles(CORPUS / "pubmedqa/corpus.jsonl"))[:400]
     chunks = SectionChunker().run(documents=[d for a in articles for d in a.section_documents()])["documents"]

@@ -189,7 +189,7 @@ def test_killed_ingestion_leaves_every_article_whole_or_absent(store, tmp_path, 
     assert incomplete == {}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny_sentence_transformer(tmp_path_factory) -> Path:
     """A 32-dimensional Sentence-Transformers model with random weights, built here (nothing to download)."""
     from sentence_transformers import SentenceTransformer
