@@ -9,6 +9,7 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import (by_paper, normalise_text, shown_text, split_cited_sentences,
                                          strip_reference_list, support)
+from pmc_rag.components.claim import Claim
 
 
 @component
@@ -59,7 +60,7 @@ class CitationVerifier:
     def from_dict(cls, data: dict[str, Any]) -> CitationVerifier:
         return default_from_dict(cls, data)
 
-    @component.output_types(claims=list[dict[str, Any]], invalid_citations=list[str], raw_answer=str)
+    @component.output_types(claims=list[Claim], invalid_citations=list[str], raw_answer=str)
     def run(self, replies: list[ChatMessage], documents: list[Document]) -> dict[str, Any]:
         """
         :param replies: The generator's replies; the first one's text is the answer.

@@ -10,14 +10,15 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.answer import Answer, WebSource
 from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
+from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
 from pmc_rag.components.follow_up_asks import asked_for
 from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_THE_LAST, COMPARED_WITH, COMPARES,
                                                 capitalised, compares_subjects, finished, once,
                                                 others_cited_to_the_first, without_section_label)
-from pmc_rag.components.quotation_chooser import QuotationChooser, cited_papers, follow_up_words
 from pmc_rag.components.not_answered import not_answered
+from pmc_rag.components.quotation_chooser import QuotationChooser, cited_papers, follow_up_words
 from pmc_rag.components.references import numbered, reference
 from pmc_rag.components.verdict_check import VerdictCheck
 
@@ -133,7 +134,7 @@ class CitedAnswerBuilder:
         self,
         question: str,
         documents: list[Document] | None = None,
-        claims: list[dict[str, Any]] | None = None,
+        claims: list[Claim] | None = None,
         removed_claims: list[dict[str, Any]] | None = None,
         invalid_citations: list[str] | None = None,
         raw_answer: str = "",
@@ -216,7 +217,7 @@ class CitedAnswerBuilder:
                "flags": {**answer.flags, "web_results": True}} if web_results else {}
         return {"answer": answer.updated(notes=notes, route=route, **web)}
 
-    def _answer(self, question: str, documents: list[Document] | None, claims: list[dict[str, Any]] | None,
+    def _answer(self, question: str, documents: list[Document] | None, claims: list[Claim] | None,
                 removed_claims: list[dict[str, Any]] | None, invalid_citations: list[str] | None, raw_answer: str,
                 excerpts_dropped: int, generator_meta: dict[str, Any] | None, replies: list[ChatMessage] | None,
                 unanswered: list[Document] | None, why_unanswered: str | None, topic_question: str | None,
@@ -397,8 +398,8 @@ class CitedAnswerBuilder:
             "usage": meta.get("usage") or {},  # a streaming server may send none
         })
 
-    def _displayable(self, question: str, claims: list[dict[str, Any]]
-                     ) -> tuple[list[dict[str, Any]], list[tuple[str, str]], str]:
+    def _displayable(self, question: str, claims: list[Claim]
+                     ) -> tuple[list[Claim], list[tuple[str, str]], str]:
         """The claims that may be shown, what was left out and why, and the verdict word held back ("" if none).
         A question, or the question restated, is never shown as a finding; an uncited sentence is not shown unless
         `show_uncited`; a verdict is kept only as `verdicts` says."""
@@ -422,8 +423,8 @@ class CitedAnswerBuilder:
             shown.append(claim)
         return shown, left_out, withheld
 
-    def _quoting_what_is_asked(self, question: str, topic_question: str | None, supported: list[dict[str, Any]],
-                               documents: list[Document]) -> tuple[str | None, list[dict[str, Any]]]:
+    def _quoting_what_is_asked(self, question: str, topic_question: str | None, supported: list[Claim],
+                               documents: list[Document]) -> tuple[str | None, list[Claim]]:
         """For a follow-up whose answer the model's supported sentences do not give: what it asks for, in words, and
         the quotations that give it. What it asks for is a number, a method, harms or significance
         (`follow_up_asks`), else what its own words name ("What about its effect on healthcare resources?": a
@@ -446,7 +447,7 @@ class CitedAnswerBuilder:
         giving = [c for c in self.quotations.extract(question, documents, topic_question) if says(c["text"])]
         return (wanted, giving) if giving else (None, [])
 
-    def _unaddressed(self, question: str, claims: list[dict[str, Any]], topic_question: str,
+    def _unaddressed(self, question: str, claims: list[Claim], topic_question: str,
                      word_shares: dict[str, float] | None) -> list[str]:
         """What a follow-up compares with (its specific words that its topic question does not have), when the
         answer mentions none of it. Only comparisons: a follow-up's other new words are often ones the papers put
@@ -460,7 +461,7 @@ class CitedAnswerBuilder:
         said = content_words(" ".join(c["text"] for c in claims if COMPARES.search(c["text"])))
         return [] if any(content_words(w) <= said for w in new) else new
 
-    def _supported(self, claim: dict[str, Any]) -> bool:
+    def _supported(self, claim: Claim) -> bool:
         if "judgement" in claim:
             return claim["judgement"] == "supported"
         return (claim["support"] or 0) >= self.min_support

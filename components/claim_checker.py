@@ -10,6 +10,7 @@ from haystack.core.serialization import component_to_dict
 from haystack.utils import deserialize_component_inplace
 
 from pmc_rag.components.citations import by_paper, content_words, quoted_words, shown_text
+from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_signals import CONTRADICTED, SUPPORTED, UNSUPPORTED, UNVERIFIABLE
 from pmc_rag.components.lexical_support_judge import LexicalSupportJudge
 
@@ -92,8 +93,8 @@ class ClaimChecker:
             deserialize_component_inplace(parameters, key="judge")
         return default_from_dict(cls, data)
 
-    @component.output_types(claims=list[dict[str, Any]], removed_claims=list[dict[str, Any]])
-    def run(self, claims: list[dict[str, Any]], documents: list[Document],
+    @component.output_types(claims=list[Claim], removed_claims=list[dict[str, Any]])
+    def run(self, claims: list[Claim], documents: list[Document],
             word_shares: dict[str, float] | None = None) -> dict[str, list[dict[str, Any]]]:
         """
         :param claims: From `CitationVerifier`: `{"text", "cited", "attached", "support", ...}` per sentence.
@@ -126,7 +127,7 @@ class ClaimChecker:
             (removed if "removed" in outcome else kept).append(outcome.pop("removed", None) or outcome)
         return {"claims": kept, "removed_claims": removed}
 
-    def _require_specific_words(self, claims: list[dict[str, Any]], by_id: dict[str, list[Document]],
+    def _require_specific_words(self, claims: list[Claim], by_id: dict[str, list[Document]],
                                 word_shares: dict[str, float],
                                 per_claim: dict[str, dict[str, dict[str, Any]]]) -> None:
         """A paper whose excerpts and title lack a specific word the claim names does not support the claim: its
@@ -183,7 +184,7 @@ class ClaimChecker:
                 "reason": by_source[best]["reason"] if best else "", "recited_from": [], "dropped": []}
 
     @staticmethod
-    def _kept(claim: dict[str, Any], cited: list[str], by_source: dict[str, dict[str, Any]],
+    def _kept(claim: Claim, cited: list[str], by_source: dict[str, dict[str, Any]],
               recited_from: list[str]) -> dict[str, Any]:
         return {**claim, "cited": cited, "judgement": SUPPORTED,
                 "attached": [s for s in claim.get("attached", []) if s in cited],

@@ -22,6 +22,7 @@ from haystack import Document
 from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import canonical_id, content_words
+from pmc_rag.components.claim import Claim
 from pmc_rag.components.quotation_chooser import cited_papers
 
 # "The excerpts do not answer the question", "The excerpt states that ...", "The paper does not compare ...": a remark
@@ -48,8 +49,8 @@ OTHER_PAPERS = re.compile(r"\bother (?:papers?|studies|study|trials?|reports?|re
                            re.IGNORECASE)
 
 
-def others_cited_to_the_first(claims: list[dict[str, Any]], first_paper: Any
-                               ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+def others_cited_to_the_first(claims: list[Claim], first_paper: Any
+                               ) -> tuple[list[Claim], list[tuple[str, str]]]:
     """A two-step answer's sentences that say what "other papers" report but cite only the first paper (the one the
     first step found): left out, with why. The model writes them when the second search found nothing."""
     kept, left_out = [], []
@@ -67,7 +68,7 @@ def capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def once(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def once(claims: list[Claim]) -> list[Claim]:
     """The claims without repeats: a small model may write the same sentence over and over."""
     seen: set[str] = set()
     kept = []
@@ -79,7 +80,7 @@ def once(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def finished(claims: list[dict[str, Any]], replies: list[ChatMessage] | None) -> tuple[list[dict[str, Any]], str]:
+def finished(claims: list[Claim], replies: list[ChatMessage] | None) -> tuple[list[Claim], str]:
     """The claims without an unfinished last sentence, when the model stopped at its length limit (the OpenAI API
     says `finish_reason`, Ollama `done_reason`); and that sentence ("" if none)."""
     meta = replies[0].meta if replies else {}
@@ -126,7 +127,7 @@ COMPARED_WITH = re.compile(r"\b(?:compar\w* (?:with|to)|versus|vs\.?|than|over|o
                             re.IGNORECASE)
 
 
-def compares_subjects(claims: list[dict[str, Any]], subjects: list[str]) -> bool:
+def compares_subjects(claims: list[Claim], subjects: list[str]) -> bool:
     """Whether a claim compares the subjects: it names each of them (half a subject's words or more: "cold knife
     cone" for "cold knife conization") and says how they compare ("than", "compared", ...)."""
     named = [words for words in map(content_words, subjects) if words]

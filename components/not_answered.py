@@ -14,11 +14,10 @@ answer.answer, answer.flags["not_answered"]  # "The indexed papers do not answer
 
 from __future__ import annotations
 
-from typing import Any
-
 from haystack import Document
 
 from pmc_rag.components.answer import Answer
+from pmc_rag.components.claim import Claim
 from pmc_rag.components.references import numbered, reference, source_link
 
 NOT_ANSWERED = "The indexed papers do not answer this question."
@@ -26,7 +25,7 @@ RELATED = "The closest findings, which may not answer it:"
 
 
 def not_answered(question: str, closest: list[Document], why: str | None, model_asked: bool = False,
-                 related: list[dict[str, Any]] | None = None, by_id: dict[str, list[Document]] | None = None
+                 related: list[Claim] | None = None, by_id: dict[str, list[Document]] | None = None
                  ) -> Answer:
     """The answer object for a question the papers do not answer: flag `not_answered`, the closest
     papers in `not_answering`, and a note saying why, whether a model was asked, and which papers came closest.

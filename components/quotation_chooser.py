@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pmc_rag.components.citations import by_paper, canonical_id, content_words
+from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_signals import finding_rank, states_an_aim
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
 from pmc_rag.components.follow_up_asks import Ask, asked_for
@@ -76,7 +77,7 @@ class QuotationChooser:
     def from_dict(cls, data: dict[str, Any]) -> QuotationChooser:
         return default_from_dict(cls, data)
 
-    @component.output_types(claims=list[dict[str, Any]])
+    @component.output_types(claims=list[Claim])
     def run(self, question: str, documents: list[Document], topic_question: str | None = None,
             specific_words: list[str] | None = None) -> dict[str, Any]:
         """
@@ -92,7 +93,7 @@ class QuotationChooser:
     _MIN_QUOTED_WORDS = 6
 
     def extract(self, question: str, documents: list[Document], topic_question: str | None = None,
-                 looked_up: list[str] | None = None, specific: set[str] | None = None) -> list[dict[str, Any]]:
+                 looked_up: list[str] | None = None, specific: set[str] | None = None) -> list[Claim]:
         """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
         result, never an aim, a caption, a method or background) that shares the question's words, its `specific`
         ones (stems) first. A follow-up's `question` is its own words; its `topic_question`'s words count too."""
@@ -127,7 +128,7 @@ class QuotationChooser:
         return [naming] + [c for c in claims if set(c["cited"]) != set(naming["cited"])]
 
     def naming_sentence(self, names: set[str], question_words: set[str], documents: list[Document]
-                         ) -> dict[str, Any] | None:
+                         ) -> Claim | None:
         """The first paper's sentence that names what a two-step question looked up, a method included: its first
         part asks what the paper tested or used ("Which drug did the FIELT trial test"), and "a phase II study
         with erlotinib" says it where no finding does. Never an aim or a caption; None if no sentence names it."""
@@ -144,8 +145,8 @@ class QuotationChooser:
             return None
         return {"text": best, "cited": [canonical_id(str(first))], "attached": [], "support": 1.0}
 
-    def with_each_subject(self, claims: list[dict[str, Any]], supported: list[dict[str, Any]], parts: list[str],
-                           subjects: list[str], documents: list[Document]) -> tuple[list[dict[str, Any]], list[str]]:
+    def with_each_subject(self, claims: list[Claim], supported: list[Claim], parts: list[str],
+                           subjects: list[str], documents: list[Document]) -> tuple[list[Claim], list[str]]:
         """A comparison whose supported claims name only some of its subjects: a quotation for each of the others
         (from an excerpt naming it) is added, so both sides are shown when the excerpts hold evidence for both.
         A comparison whose claims all cite one paper gets a finding on one of its subjects from another paper, when
@@ -165,8 +166,8 @@ class QuotationChooser:
             quoted_for += [subject] if subject else []
         return claims, quoted_for
 
-    def from_another_paper(self, claims: list[dict[str, Any]], named: list[tuple[str, str]],
-                            documents: list[Document]) -> tuple[list[dict[str, Any]], str | None]:
+    def from_another_paper(self, claims: list[Claim], named: list[tuple[str, str]],
+                            documents: list[Document]) -> tuple[list[Claim], str | None]:
         """The claims with one more: the first of the `named` (name, the words around it) on which a paper not
         cited yet reports a finding, quoted. Returns the claims and that name (None: no paper had one)."""
         for name, words in named:
@@ -178,7 +179,7 @@ class QuotationChooser:
         return claims, None
 
     def findings_on_topic(self, topic: set[str], documents: list[Document], *, avoid: set[str], taken: set[str]
-                           ) -> list[dict[str, Any]]:
+                           ) -> list[Claim]:
         """For each paper of the excerpts not in `avoid`, in their order: its best finding that names the topic
         (every topic word in the sentence or its paper's title, one at least in the sentence). Never an aim, a
         method or a caption; a paper without such a finding gives nothing."""
@@ -204,12 +205,12 @@ class QuotationChooser:
         return found
 
     def extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document],
-                          avoid: set[str] | None = None) -> list[dict[str, Any]]:
+                          avoid: set[str] | None = None) -> list[Claim]:
         """One quoted finding per compared subject or part of the question, in their order, none twice: for a
         subject, a sentence that names it (or one from a paper whose title does), from a paper not quoted yet when
         one has such a finding; for a part, from the excerpts sharing most of its words first. (The whole
         question's words would choose one side of a comparison only.)"""
-        claims: list[dict[str, Any]] = []
+        claims: list[Claim] = []
         for index, part in enumerate(parts):
             words = content_words(subjects[index]) if index < len(subjects) else set()
             taken = {q["text"] for q in claims}
@@ -229,7 +230,7 @@ class QuotationChooser:
         return claims
 
     def quote_naming(self, words: set[str], part_words: set[str], documents: list[Document], *, avoid: set[str],
-                      taken: set[str], other_papers_only: bool = False) -> dict[str, Any] | None:
+                      taken: set[str], other_papers_only: bool = False) -> Claim | None:
         """The sentence of the excerpts that best reports a finding about a subject: from a paper that names the
         subject; a finding before any other sentence, then one on the part's topic (its words besides the
         subject's, in the sentence or its paper's title), then from a paper not in `avoid`, then naming the subject
@@ -276,7 +277,7 @@ class QuotationChooser:
     def quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
                     findings_only: bool, ask: Ask | None = None, asked_words: set[str] | None = None,
                     seen: set[str] | None = None, specific: set[str] | None = None,
-                    question: str | None = None) -> list[dict[str, Any]]:
+                    question: str | None = None) -> list[Claim]:
         """From each paper's running text (never a caption or back matter), the sentence that shares most of
         `own_words`, then is a finding naming one of the `specific` ones among `question_words`, then shares most
         of `question_words`. For a follow-up, a sentence of the kind its `ask` wants counts as words shared
@@ -363,7 +364,7 @@ class _Candidate(NamedTuple):
 
 
 
-def cited_papers(claims: list[dict[str, Any]]) -> set[str]:
+def cited_papers(claims: list[Claim]) -> set[str]:
     return {canonical_id(p) for c in claims for p in c.get("cited") or []}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from haystack import Document
 
 from pmc_rag.components.citations import best_sentence
+from pmc_rag.components.claim import Claim
 from pmc_rag.components.model_sentences import with_marks
 
 
@@ -50,7 +51,7 @@ def reference(number: int, source_id: str, document: Document, citations: list[d
     }
 
 
-def numbered(claims: list[dict[str, Any]], by_id: dict[str, list[Document]]
+def numbered(claims: list[Claim], by_id: dict[str, list[Document]]
              ) -> tuple[list[str], list[dict[str, Any]], dict[str, int]]:
     """The claims' sentences with their citation marks ("... [1]"), one citation per cited paper of each claim
     (the paper's excerpt and sentence that best support it), and each cited paper's number, in first-cited order.

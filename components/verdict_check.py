@@ -18,6 +18,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
+from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_signals import is_negated, without_verdict
 
 VERDICT_POLICIES = ("checked", "none", "model")
@@ -51,8 +52,8 @@ class VerdictCheck:
     def from_dict(cls, data: dict[str, Any]) -> VerdictCheck:
         return default_from_dict(cls, data)
 
-    @component.output_types(claims=list[dict[str, Any]], withheld=str)
-    def run(self, claims: list[dict[str, Any]]) -> dict[str, Any]:
+    @component.output_types(claims=list[Claim], withheld=str)
+    def run(self, claims: list[Claim]) -> dict[str, Any]:
         """
         :param claims: Claims as `CitationVerifier` gives them (`text`, `cited`, `support`, perhaps `judgement`).
         :returns: `claims` with a verdict that may not be shown cut from its sentence, and the first verdict word
@@ -67,7 +68,7 @@ class VerdictCheck:
             shown.append(claim)
         return {"claims": shown, "withheld": withheld}
 
-    def supported(self, claim: dict[str, Any]) -> bool:
+    def supported(self, claim: Claim) -> bool:
         if "judgement" in claim:
             return claim["judgement"] == "supported"
         return (claim.get("support") or 0) >= self.min_support
@@ -91,10 +92,10 @@ class VerdictCheck:
         return rest[:1].upper() + rest[1:]
 
     @staticmethod
-    def joined(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def joined(claims: list[Claim]) -> list[Claim]:
         """A verdict written as a sentence of its own ("Yes.") joined to the sentence after it, which it stands or
         falls with."""
-        joined: list[dict[str, Any]] = []
+        joined: list[Claim] = []
         pending = ""
         for claim in claims:
             if not without_verdict(claim["text"]).strip(" .") and VERDICT.match(claim["text"] + " "):

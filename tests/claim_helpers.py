@@ -8,6 +8,7 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citation_verifier import CitationVerifier
 from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_checker import ClaimChecker
 
 ERLOTINIB = ("Erlotinib prolonged progression-free survival compared with chemotherapy in patients with "
@@ -21,7 +22,7 @@ EXCERPTS = [
 ]
 
 
-def claim(text: str, *cited: str) -> dict:
+def claim(text: str, *cited: str) -> Claim:
     return {"text": text, "cited": list(cited), "attached": [], "invalid": [], "support": 1.0}
 
 

@@ -405,3 +405,24 @@ def test_a_negated_aim_is_compared_with_the_aim():
         evidence=["To assess if the Hawkins sign can predict necrosis of the astragalus. It did in 20 of 23."]
     )["judgements"][0]
     assert judgement["label"] == "contradicted"
+
+
+def test_every_key_a_claim_carries_is_a_typed_field_of_claim():
+    """`Claim` names the keys claims travel with; a step that adds one it does not name fails here."""
+    from typing import get_type_hints
+
+    from pmc_rag.components.claim import Claim
+    from pmc_rag.components.quotation_chooser import QuotationChooser
+    from pmc_rag.components.verdict_check import VerdictCheck
+
+    fields, required = set(get_type_hints(Claim)), Claim.__required_keys__
+    reply = ("Yes, erlotinib prolonged progression-free survival compared with chemotherapy [PMC4816447]. "
+             "Weight increased with metformin [PMID:15703931]. Metformin lowered HbA1c [PMC999].")
+    verified = CitationVerifier().run(replies=[ChatMessage.from_assistant(reply)], documents=EXCERPTS)["claims"]
+    checked = ClaimChecker().run(claims=verified, documents=EXCERPTS)["claims"]
+    shown = VerdictCheck().run(claims=checked)["claims"]
+    quoted = QuotationChooser().extract("Does erlotinib work?", EXCERPTS)
+    for step, claims in (("verifier", verified), ("checker", checked), ("verdict", shown), ("quoted", quoted)):
+        assert claims, step
+        for one in claims:
+            assert required <= set(one) and set(one) <= fields, (step, set(one) - fields)
