@@ -48,7 +48,8 @@ class PaperFindings:
             instead of being added at the end: one finding per paper, in the papers' order (an overview).
         :param missing: Which papers are looked up: `"findings"`, those with no chunk from a results, discussion or
             conclusions section; `"conclusion"`, those with no chunk from a conclusions section (a full-text paper
-            found by its results and discussion gets its own summary of them).
+            found by its results and discussion gets its own summary of them: its conclusions, or where it has
+            none, the end of an abstract without headings).
         """
         if missing not in _MISSING:
             raise ValueError(f"missing must be one of {_MISSING}, not {missing!r}")
@@ -82,17 +83,20 @@ class PaperFindings:
         wanted = wanted[: self.max_papers]
         if not wanted:
             return {"documents": documents}
+        # "Conclusions", "Abstract: Conclusions", "Results / Efficacy": LIKE is case-sensitive, so no capital
+        sections = [{"field": "meta.section", "operator": "like", "value": "%onclu%"},
+                    {"field": "meta.section", "operator": "like", "value": "%esult%"}]
+        if self.missing == "conclusion":  # a paper whose abstract has no headings concludes at its end
+            sections.append({"field": "meta.section", "operator": "==", "value": "Abstract"})
         found = self.document_store.filter_documents({"operator": "AND", "conditions": [
             {"field": "meta.source_id", "operator": "in", "value": wanted},
-            # "Conclusions", "Abstract: Conclusions", "Results / Efficacy": LIKE is case-sensitive, so no capital
-            {"operator": "OR", "conditions": [{"field": "meta.section", "operator": "like", "value": "%onclu%"},
-                                              {"field": "meta.section", "operator": "like", "value": "%esult%"}]}]})
-        found.sort(key=lambda d: (not _is_conclusion(d), int(d.meta.get("chunk_index") or 0)))
+            {"operator": "OR", "conditions": sections}]})
+        found.sort(key=_summary_first)
         has_findings = {chunks[0].meta.get("source_id") for chunks in by_paper(documents).values()
                         if any(is_findings_section(d) for d in chunks)}
         added: dict[str, Document] = {}
         for document in found:
-            if not _is_conclusion(document) and document.meta["source_id"] in has_findings:
+            if not _stands_for_conclusion(document) and document.meta["source_id"] in has_findings:
                 continue  # its results are among the chunks already: only its conclusion would add to them
             if is_readable_evidence(document) and document.meta["source_id"] not in added:
                 added[document.meta["source_id"]] = document
@@ -114,3 +118,21 @@ _MISSING = ("findings", "conclusion")
 
 def _is_conclusion(document: Document) -> bool:
     return "onclu" in str(document.meta.get("section") or "")
+
+
+def _is_plain_abstract(document: Document) -> bool:
+    """A chunk of an abstract without headings: the paper's own summary, which ends with what it concluded."""
+    return document.meta.get("section") == "Abstract"
+
+
+def _stands_for_conclusion(document: Document) -> bool:
+    return _is_conclusion(document) or _is_plain_abstract(document)
+
+
+def _summary_first(document: Document) -> tuple[int, int]:
+    """Conclusions first; then, for a paper without a conclusions section, the last chunk of an abstract without
+    headings (where a paper says what it concluded); then results, in the paper's order."""
+    index = int(document.meta.get("chunk_index") or 0)
+    if _is_conclusion(document):
+        return 0, index
+    return (1, -index) if _is_plain_abstract(document) else (2, index)

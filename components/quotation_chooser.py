@@ -27,6 +27,7 @@ from pmc_rag.components.citations import by_paper, canonical_id, content_words
 from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_signals import finding_rank, states_an_aim
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
+from pmc_rag.components.finding_classifier import shipped_classifier
 from pmc_rag.components.follow_up_asks import Ask, asked_for
 from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.section_chunker import split_sentences
@@ -358,8 +359,13 @@ class _Candidate(NamedTuple):
 
     @classmethod
     def of(cls, sentence: str, section: str | None, ask: Ask | None) -> _Candidate:
-        return cls(sentence, finding_rank(sentence, section), bool(CONCLUSION_SECTION.search(str(section or ""))),
-                   ask.weight if ask and ask.fits(sentence, section) else 0,
+        rank = finding_rank(sentence, section)
+        # An abstract without headings is the authors' own summary: what in it reads as a result or conclusion to
+        # the classifier trained on abstracts labelled by their headings is their conclusion, and goes before one
+        # figure from the results (its background, which the patterns also let through, does not).
+        conclusion = bool(CONCLUSION_SECTION.search(str(section or ""))) or (
+            section == "Abstract" and rank > 0 and shipped_classifier().is_finding(sentence))
+        return cls(sentence, rank, conclusion, ask.weight if ask and ask.fits(sentence, section) else 0,
                    bool(ask and ask.may_quote(sentence, section)))
 
 

@@ -211,3 +211,23 @@ def test_an_overview_reads_each_paper_s_finding_in_place_of_its_aims(sample_stor
     assert findings.run(documents=[methods[0]], route="single")["documents"] == [methods[0]]
     data = findings.to_dict()
     assert PaperFindings.from_dict(data).to_dict() == data and data["init_parameters"]["routes"] == ["overview"]
+
+
+def test_a_paper_whose_abstract_has_no_headings_concludes_with_the_end_of_its_abstract(sample_store):
+    """The Rift Valley fever paper (PMC3585041) has no conclusions section and an abstract without headings: found
+    by its results, it gets the end of its abstract, where it says what it concluded, and that summary's finding is
+    quoted before a count from the results (issue 61, a tuning question)."""
+    from pmc_rag.components.paper_findings import PaperFindings
+    from pmc_rag.components.quotation_chooser import QuotationChooser
+
+    chunks = sample_store.filter_documents({"field": "meta.source_id", "operator": "==", "value": "PMC3585041"})
+    assert not any("onclu" in str(d.meta.get("section")) for d in chunks)
+    abstract = sorted((d for d in chunks if d.meta.get("section") == "Abstract"), key=lambda d: d.meta["chunk_index"])
+    results = next(d for d in chunks if str(d.meta.get("section")).startswith("Results / Cross-sectional"))
+    added = PaperFindings(document_store=sample_store, missing="conclusion").run(documents=[results])["documents"]
+    assert [d.id for d in added] == [results.id, abstract[-1].id]
+    # by default (a results chunk is finding enough) nothing is added
+    assert PaperFindings(document_store=sample_store).run(documents=[results])["documents"] == [results]
+    quoted = QuotationChooser().extract("Is there evidence of Rift Valley fever in goats and sheep in Mozambique?",
+                                        added)
+    assert quoted[0]["text"] in abstract[-1].content
