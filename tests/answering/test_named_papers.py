@@ -228,6 +228,10 @@ def test_a_paper_whose_abstract_has_no_headings_concludes_with_the_end_of_its_ab
     assert [d.id for d in added] == [results.id, abstract[-1].id]
     # by default (a results chunk is finding enough) nothing is added
     assert PaperFindings(document_store=sample_store).run(documents=[results])["documents"] == [results]
-    quoted = QuotationChooser().extract("Is there evidence of Rift Valley fever in goats and sheep in Mozambique?",
-                                        added)
-    assert quoted[0]["text"] in abstract[-1].content
+    # as rag.yml sets it: its conclusion ("RVFV circulates sub-clinically in domestic small ruminants") shares no
+    # word with the question, and speaks of its subject by meaning
+    chooser = QuotationChooser(meaning_model="sentence-transformers/all-MiniLM-L6-v2", min_conclusion_similarity=0.4)
+    chooser.warm_up()
+    quoted = chooser.extract("Is there evidence of Rift Valley fever in goats and sheep in Mozambique?", added)
+    assert quoted[0]["text"] == ("The results of the study indicate that RVFV circulates sub-clinically in domestic "
+                                 "small ruminants in Zambézia Province.")
