@@ -23,6 +23,7 @@ import yaml
 from haystack import Document
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
+from pmc_rag.components.answer import Answer
 from pmc_rag.components.article_writer import ArticleWriter
 from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 from pmc_rag.components.store_connection import on_primary
@@ -110,7 +111,8 @@ def test_retrieval_reads_the_replica_and_the_cache_follows_what_it_has_applied(p
 
     cache = AnswerCache(replica, retriever.tables)
     key = cache.key("rag", "malaria vaccine", None, None)
-    cache.put(key, {"answer": "PMC1"}, cache.generation())
+    cached = Answer(question="malaria vaccine", answer="Malaria vaccine trial in Kenya [1].")
+    cache.put(key, cached, cache.generation())
     with psycopg.connect(replica, autocommit=True) as connection:
         connection.execute("SELECT pg_wal_replay_pause()")
         try:
@@ -119,7 +121,7 @@ def test_retrieval_reads_the_replica_and_the_cache_follows_what_it_has_applied(p
             time.sleep(0.5)
             # The replica lags: it still shows only PMC1, so the answer built from it stays valid there.
             assert [d.id for d in retriever.run(query="malaria")["documents"]] == ["PMC1-0"]
-            assert cache.get(key) == {"answer": "PMC1"}
+            assert cache.get(key) == cached
             with psycopg.connect(pg_conn_str) as primary:
                 primary_generation = primary.execute(retriever.tables.format(
                     "SELECT generation FROM {stats}")).fetchone()[0]
