@@ -8,7 +8,7 @@ from haystack import Document, component, default_to_dict
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
 from pmc_rag.components.citations import by_paper
-from pmc_rag.components.section_kinds import is_findings_section, is_readable_evidence
+from pmc_rag.components.section_kinds import is_findings_section, is_plain_abstract, is_readable_evidence
 from pmc_rag.components.store_connection import with_store_from_dict
 
 
@@ -120,13 +120,8 @@ def _is_conclusion(document: Document) -> bool:
     return "onclu" in str(document.meta.get("section") or "")
 
 
-def _is_plain_abstract(document: Document) -> bool:
-    """A chunk of an abstract without headings: the paper's own summary, which ends with what it concluded."""
-    return document.meta.get("section") == "Abstract"
-
-
 def _stands_for_conclusion(document: Document) -> bool:
-    return _is_conclusion(document) or _is_plain_abstract(document)
+    return _is_conclusion(document) or is_plain_abstract(document.meta.get("section"))
 
 
 def _summary_first(document: Document) -> tuple[int, int]:
@@ -135,4 +130,4 @@ def _summary_first(document: Document) -> tuple[int, int]:
     index = int(document.meta.get("chunk_index") or 0)
     if _is_conclusion(document):
         return 0, index
-    return (1, -index) if _is_plain_abstract(document) else (2, index)
+    return (1, -index) if is_plain_abstract(document.meta.get("section")) else (2, index)

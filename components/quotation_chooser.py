@@ -31,7 +31,7 @@ from pmc_rag.components.finding_classifier import shipped_classifier
 from pmc_rag.components.follow_up_asks import Ask, asked_for
 from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.section_chunker import split_sentences
-from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_readable_evidence
+from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_plain_abstract, is_readable_evidence
 from pmc_rag.components.word_meaning import WordMeaning
 
 
@@ -98,7 +98,8 @@ class QuotationChooser:
         """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
         result, never an aim, a caption, a method or background) that shares the question's words, its `specific`
         ones (stems) first. A follow-up's `question` is its own words; its `topic_question`'s words count too."""
-        question_words = content_words(follow_up_query(question, topic_question)) or {""}
+        asked = follow_up_query(question, topic_question)
+        question_words = content_words(asked) or {""}
         # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
         # side effects?". So do the names a two-step question looked up: "erlotinib" answers "Which drug did the
@@ -116,7 +117,6 @@ class QuotationChooser:
                          (ask.misleading if ask else set()),
                          "seen": {c["text"] for c in self.quotations(content_words(topic_question), set(), documents,
                                                                       True)}}
-        asked = follow_up_query(question, topic_question)
         claims = self.quotations(question_words, own_words, documents, findings_only=True, specific=specific,
                                   question=asked, **follow_up)
         # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
@@ -364,7 +364,7 @@ class _Candidate(NamedTuple):
         # the classifier trained on abstracts labelled by their headings is their conclusion, and goes before one
         # figure from the results (its background, which the patterns also let through, does not).
         conclusion = bool(CONCLUSION_SECTION.search(str(section or ""))) or (
-            section == "Abstract" and rank > 0 and shipped_classifier().is_finding(sentence))
+            is_plain_abstract(section) and rank > 0 and shipped_classifier().is_finding(sentence))
         return cls(sentence, rank, conclusion, ask.weight if ask and ask.fits(sentence, section) else 0,
                    bool(ask and ask.may_quote(sentence, section)))
 

@@ -23,6 +23,12 @@ def is_findings_section(document: Document) -> bool:
     return bool(FINDINGS_SECTION.search(str(document.meta.get("section") or "")))
 
 
+def is_plain_abstract(section: object) -> bool:
+    """Whether a section is an abstract without headings: the authors' own summary, which ends with what they
+    concluded (a structured abstract's parts are "Abstract: Results", "Abstract: Conclusions", ...)."""
+    return section == "Abstract"
+
+
 def is_readable_evidence(document: Document) -> bool:
     """Whether the chunk is running text of the paper: not a figure or table caption, not back matter (a caption
     is not a finding: issue 32)."""
