@@ -23,6 +23,7 @@ MARKERS=()
 if [ "${1:-}" = "--quick" ]; then
   shift
   MARKERS=(-m "not integration")
+  export PMC_RAG_TEST_QUICK=1   # tests that repeat one check over many inputs take a sample (tests/bm25_helpers.py)
 fi
 # A worker per core, at most 4: past that, each worker's own PostgreSQL and models cost more memory than it saves.
 # `worksteal`: a worker that runs out of tests takes some of another's, so the long ones that come last in the

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from haystack import Document
 
@@ -12,6 +13,15 @@ from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 from conftest import PROJECT_ROOT
 
 DEV_QUESTIONS = json.loads((PROJECT_ROOT / "evaluation/datasets/pubmedqa_dev_questions.json").read_text())
+# `scripts/test.sh --quick` sets PMC_RAG_TEST_QUICK=1: the exactness tests then compare every fourth question (the
+# same kinds of search, a quarter of the repeats); the whole suite, which CI runs, compares them all.
+QUICK = os.environ.get("PMC_RAG_TEST_QUICK") == "1"
+
+
+def dev_questions(first: int | None = None) -> list[str]:
+    """The first `first` dev questions (all by default), every fourth of them in a quick run."""
+    questions = [q["QUESTION"] for q in DEV_QUESTIONS.values()][:first]
+    return questions[::4] if QUICK else questions
 UNIT = [0.0] * 383 + [1.0]  # BM25 needs no embeddings; the table still wants one per chunk
 
 

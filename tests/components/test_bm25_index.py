@@ -17,7 +17,7 @@ from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 from pmc_rag.components.section_chunker import SectionChunker
 from pmc_rag.ingestion.sources import read_articles
 
-from bm25_helpers import DEV_QUESTIONS, UNIT, chunk, exhaustive_twin, papers, ranked
+from bm25_helpers import DEV_QUESTIONS, UNIT, chunk, dev_questions, exhaustive_twin, papers, ranked
 from conftest import CORPUS
 
 
@@ -57,7 +57,7 @@ def test_pruned_search_stays_exact_after_deletes_updates_and_reinserts(store, sc
     assert_scorer(store, scorer)
     retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
     exhaustive = exhaustive_twin(retriever)
-    questions = [q["QUESTION"] for q in DEV_QUESTIONS.values()][:150] + ["mitochondria dysfunction"]
+    questions = dev_questions(150) + ["mitochondria dysfunction"]
     assert [ranked(retriever, q) for q in questions] == [ranked(exhaustive, q) for q in questions]
 
 
@@ -91,7 +91,7 @@ def test_blocks_kept_in_step_by_writes_equal_blocks_packed_afresh(store):
         connection.rollback()
     assert {0, 2, 3} <= blocks
     retriever = PgvectorBM25Retriever(document_store=store, top_k=10)
-    questions = [q["QUESTION"] for q in DEV_QUESTIONS.values()][:60] + ["mitochondria dysfunction"]
+    questions = dev_questions(60) + ["mitochondria dysfunction"]
     assert [ranked(retriever, q) for q in questions] == [ranked(exhaustive_twin(retriever), q) for q in questions]
 
 

@@ -17,7 +17,7 @@ from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
 from pmc_rag.components.section_chunker import SectionChunker
 from pmc_rag.ingestion.sources import read_articles
 
-from bm25_helpers import DEV_QUESTIONS, UNIT, exhaustive_twin, papers, ranked
+from bm25_helpers import DEV_QUESTIONS, UNIT, dev_questions, exhaustive_twin, papers, ranked
 from conftest import CORPUS, make_store
 
 
@@ -131,7 +131,7 @@ def test_pruned_search_ranks_exactly_as_scoring_every_posting(pubmedqa_retriever
     (the exhaustive search orders ties by chunk number, so its first k are its top k)."""
     exhaustive = exhaustive_twin(pubmedqa_retriever)
     differing = []
-    for question in [q["QUESTION"] for q in DEV_QUESTIONS.values()]:
+    for question in dev_questions():
         reference = ranked(exhaustive, question, top_k=20)
         differing += [(top_k, question) for top_k in (1, 10, 20)
                       if ranked(pubmedqa_retriever, question, top_k=top_k) != reference[:top_k]]
