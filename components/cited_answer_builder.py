@@ -156,6 +156,7 @@ class CitedAnswerBuilder:
         web_note: str | None = None,
         related: list[Document] | None = None,
         follow_up_to: str | None = None,
+        skipped_model: str | None = None,
     ) -> dict[str, Answer]:
         """
         :param question: The user's question.
@@ -200,6 +201,9 @@ class CitedAnswerBuilder:
         :param related: From `RelevanceGate`, with `unanswered`: the excerpts of the closest papers, which speak of
             the question's subjects though none was judged to answer it. Their findings are quoted, labelled as
             related (flag `related_findings`), and the answer stays "not answered".
+        :param skipped_model: From `QuotationFirst`: why the model was not asked (the best paper's conclusion
+            answers). The findings are quoted, flagged `quoted_first`, and this reason goes with the checks'
+            account instead of a note that no model answer was available.
         :returns: `answer`: the answer object (`pmc_rag.components.answer.Answer`).
         """
         follow_up_to = follow_up_to or topic_question
@@ -208,13 +212,17 @@ class CitedAnswerBuilder:
                               why_unanswered, topic_question, word_shares, route, subqueries, subjects, looked_up,
                               key_findings, related, own_words=question)
         notes = list(answer.notes)
+        flags = answer.flags
+        if skipped_model and answer.flags.get("extractive_fallback"):
+            notes = [n for n in notes if n != _NO_MODEL_ANSWER] + [skipped_model]
+            flags = {**flags, "quoted_first": True}
         if uncovered and not answer.flags.get("not_answered"):
             notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
                          + ("them" if route == "compare" else "or answer that part of the question") + ".")
         notes = [*(search_steps or []), *notes, *([web_note] if web_note else [])]
         web = {"web_sources": [WebSource(title=d.meta.get("title"), url=d.meta.get("url"), snippet=d.content or "",
                                          confidence=d.meta["confidence"]) for d in web_results],
-               "flags": {**answer.flags, "web_results": True}} if web_results else {}
+               "flags": {**flags, "web_results": True}} if web_results else {"flags": flags}
         return {"answer": answer.updated(notes=notes, route=route, **web)}
 
     def _answer(self, question: str, documents: list[Document] | None, claims: list[Claim] | None,
@@ -287,7 +295,7 @@ class CitedAnswerBuilder:
                          "the papers' findings instead." if left_out and raw_answer.strip() else
                          "The model's answer could not be checked against the sources, so this answer quotes the "
                          "most relevant passages instead." if raw_answer.strip() else
-                         "No model answer was available, so this answer quotes the most relevant passages.")
+                         _NO_MODEL_ANSWER)
         elif subqueries and subjects:
             claims, quoted_for = self.quotations.with_each_subject(claims, supported, subqueries, subjects, documents)
             if quoted_for:
@@ -477,6 +485,7 @@ class CitedAnswerBuilder:
 
 
 _COMPARISON_POLICIES = ("model", "quoted")
+_NO_MODEL_ANSWER = "No model answer was available, so this answer quotes the most relevant passages."
 
 
 # What an overview request says besides its topic ("Summarise the evidence on gestational diabetes").

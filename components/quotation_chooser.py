@@ -128,6 +128,25 @@ class QuotationChooser:
             return claims
         return [naming] + [c for c in claims if set(c["cited"]) != set(naming["cited"])]
 
+    def first_paper_conclusion(self, question: str, documents: list[Document]) -> Claim | None:
+        """The quotation `extract` would give for the first paper of `documents`, when it is one of that paper's
+        conclusion sentences (from a conclusions section, or a finding ending an abstract without headings); None
+        otherwise. What `QuotationFirst` answers with instead of asking the model."""
+        if not documents:
+            return None
+        claims = self.quotations(content_words(question) or {""}, set(), documents, findings_only=True,
+                                 question=question)
+        first = canonical_id(str(documents[0].meta.get(self.source_id_field)))
+        if not claims or claims[0]["cited"] != [first]:
+            return None
+        text = claims[0]["text"]
+        for sentence, chunk in self.quotable(d for d in documents if canonical_id(
+                str(d.meta.get(self.source_id_field))) == first):
+            candidate = _Candidate.of(sentence, chunk.meta.get("section"), None)
+            if sentence == text and candidate.conclusion and candidate.rank > 0:
+                return claims[0]
+        return None
+
     def naming_sentence(self, names: set[str], question_words: set[str], documents: list[Document]
                          ) -> Claim | None:
         """The first paper's sentence that names what a two-step question looked up, a method included: its first
