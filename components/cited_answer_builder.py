@@ -201,9 +201,8 @@ class CitedAnswerBuilder:
         :param related: From `RelevanceGate`, with `unanswered`: the excerpts of the closest papers, which speak of
             the question's subjects though none was judged to answer it. Their findings are quoted, labelled as
             related (flag `related_findings`), and the answer stays "not answered".
-        :param skipped_model: From `QuotationFirst`: why the model was not asked (the best paper's conclusion
-            answers). The findings are quoted, flagged `quoted_first`, and this reason goes with the checks'
-            account instead of a note that no model answer was available.
+        :param skipped_model: From `QuotationFirst`: why the model was not asked. The findings are quoted, flagged
+            `quoted_first`, with this reason instead of a note that no model answer was available.
         :returns: `answer`: the answer object (`pmc_rag.components.answer.Answer`).
         """
         follow_up_to = follow_up_to or topic_question
@@ -212,10 +211,9 @@ class CitedAnswerBuilder:
                               why_unanswered, topic_question, word_shares, route, subqueries, subjects, looked_up,
                               key_findings, related, own_words=question)
         notes = list(answer.notes)
-        flags = answer.flags
-        if skipped_model and answer.flags.get("extractive_fallback"):
-            notes = [n for n in notes if n != _NO_MODEL_ANSWER] + [skipped_model]
-            flags = {**flags, "quoted_first": True}
+        quoted_first = bool(skipped_model and answer.flags.get("extractive_fallback"))
+        notes = [n for n in notes if n != _NO_MODEL_ANSWER] + [skipped_model] if quoted_first else notes
+        flags = {**answer.flags, "quoted_first": True} if quoted_first else answer.flags
         if uncovered and not answer.flags.get("not_answered"):
             notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
                          + ("them" if route == "compare" else "or answer that part of the question") + ".")

@@ -24,10 +24,30 @@ def rag_files(tmp_path_factory, pmc_sample_table):
     return pmc_sample_table, tmp_path_factory.mktemp("rag")
 
 
+def test_a_question_the_best_papers_conclusion_answers_is_quoted_without_asking_the_model(rag_files, tmp_path):
+    table, folder = rag_files
+    pipeline = load_declared_pipeline(pipeline_file_for("rag", table, tmp_path))
+    answer = answer_question(pipeline, QUESTION)
+    assert answer.flags["quoted_first"] and answer.flags["extractive_fallback"] and answer.model is None
+    assert "generator" not in answer.timings_ms and answer.usage == {}  # the model was never asked
+    assert answer.references[0].source_id == "PMC4816447" and answer.answer.endswith("[1].")
+    assert answer.references[0].evidence in answer.answer.replace(" [1].", ".")  # its own sentence, quoted
+    assert answer.notes == ["Quoted from the conclusion of PMC4816447, the best-matching paper, which speaks to the "
+                            "question: no model was asked (quotation_first)."]
+
+
+def model_always(path):
+    """The pipeline file at `path` with QuotationFirst passing every question on to the model."""
+    spec = yaml.safe_load(path.read_text())
+    spec["components"]["quotation_first"]["init_parameters"]["routes"] = []
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
 @pytest.mark.integration  # the real model's server, its streamed tokens and their count
 def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_path):
     table, folder = rag_files
-    pipeline = load_declared_pipeline(pipeline_file_for("rag", table, tmp_path, real_model=True))
+    pipeline = load_declared_pipeline(model_always(pipeline_file_for("rag", table, tmp_path, real_model=True)))
     pipeline.warm_up()  # starts the local model server
     answer = answer_question(pipeline, QUESTION).model_dump()
 
@@ -55,7 +75,7 @@ def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_pat
 
 def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_files, tmp_path):
     table, folder = rag_files
-    spec = yaml.safe_load(pipeline_file_for("rag", table, tmp_path, real_model=True).read_text())
+    spec = yaml.safe_load(model_always(pipeline_file_for("rag", table, tmp_path, real_model=True)).read_text())
     generators = spec["components"]["generator"]["init_parameters"]["chat_generators"]
     generators[0]["init_parameters"]["url"] = "http://127.0.0.1:9"  # nothing listens there
     del generators[1]  # no embedded model either: only the empty last resort is left

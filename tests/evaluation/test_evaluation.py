@@ -174,12 +174,13 @@ def test_runner_end_to_end_on_five_questions(eval_table, capsys):
     from pmc_rag.paths import DEV_QUESTIONS
 
     table, folder = eval_table
-    variants = [pipeline_file_for(name, table, folder) for name in ("retrieve_bm25", "rag_extractive", "rag")]
+    # rag_single: the model answers every question there (rag.yml quotes a conclusion that answers instead)
+    variants = [pipeline_file_for(name, table, folder) for name in ("retrieve_bm25", "rag_extractive", "rag_single")]
     report = run_evaluation([*variants, folder / "missing.yml"], DEV_QUESTIONS, limit=5, progress=False)
 
     assert report["meta"]["questions"] == 5 and report["meta"]["seed"] == 0
     assert report["meta"]["packages"]["haystack-ai"].startswith("3.")
-    bm25, extractive, rag = (report["variants"][name] for name in ("retrieve_bm25", "rag_extractive", "rag"))
+    bm25, extractive, rag = (report["variants"][name] for name in ("retrieve_bm25", "rag_extractive", "rag_single"))
     assert len(bm25["yaml_sha256"]) == 64 and "qwen2.5-0.5b-instruct" in rag["models"]
     assert "not found" in report["variants"]["missing"]["error"]
     for entry in (bm25, extractive, rag):
@@ -215,13 +216,15 @@ def test_runner_end_to_end_on_five_questions(eval_table, capsys):
     assert record["gold_source_ids"] == ["PMID:10808977"] and len(record["ranked"]) == 10
 
     table_md = markdown(report)
-    assert "| retrieve_bm25 | 0 |" in table_md and "| rag | qwen2.5-0.5b-instruct, no model | 1.000 | 0 |" in table_md
+    assert "| retrieve_bm25 | 0 |" in table_md and "| rag_single | qwen2.5-0.5b-instruct, no model | 1.000 | 0 |" in \
+        table_md
     assert "| rag_extractive | no model | 1.000 | 0 |" in table_md
-    assert "not run:" in table_md and "Verdicts of `rag`" in table_md and "first token p50" in table_md
+    assert "not run:" in table_md and "Verdicts of `rag_single`" in table_md and "first token p50" in table_md
     assert "side by side" not in table_md  # no --local-models
     write_json(report, folder / "results.json")
     write_chart(report, folder / "chart.png")
-    assert json.loads((folder / "results.json").read_text())["variants"]["rag"]["records"][0]["id"] == "10808977"
+    assert json.loads((folder / "results.json").read_text())["variants"]["rag_single"]["records"][0]["id"] == \
+        "10808977"
     assert (folder / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -266,16 +269,18 @@ def test_adversaries_replace_the_model_and_the_table_shows_what_got_through(eval
     from pmc_rag.paths import DEV_QUESTIONS
 
     table, folder = eval_table
-    report = run_evaluation([pipeline_file_for("rag", table, folder), pipeline_file_for("retrieve_bm25", table, folder)],
+    # rag_single: its model writes every answer (rag.yml quotes a conclusion that answers, and no adversary writes)
+    report = run_evaluation([pipeline_file_for("rag_single", table, folder),
+                             pipeline_file_for("retrieve_bm25", table, folder)],
                             DEV_QUESTIONS, limit=3, progress=False, adversaries=["negate", "misattribute"])
-    assert list(report["variants"]) == ["rag+negate", "rag+misattribute"]  # a retriever has no model to attack
-    negate = report["variants"]["rag+negate"]["summary"]
+    assert list(report["variants"]) == ["rag_single+negate", "rag_single+misattribute"]  # a retriever has no model
+    negate = report["variants"]["rag_single+negate"]["summary"]
     assert negate["answered_by"] == {"adversary:negate": 2, "no model": 1}  # one not answered (the gate)
     assert negate["attacks"]["attacked"] >= 1 and negate["attacks"].get("through", 0) == 0
     assert negate["attacks"]["removed"] == negate["attacks"]["attacked"] and negate["claims"]["removed"] >= 1
     assert report["meta"]["adversaries"] == ["negate", "misattribute"]
     assert report["meta"]["claim_judge"]["type"].endswith("LexicalSupportJudge")
-    assert "| rag+negate |" in markdown(report) and "citation precision" in markdown(report)
+    assert "| rag_single+negate |" in markdown(report) and "citation precision" in markdown(report)
 
 
 @pytest.mark.integration  # each real model, from a server of its own
