@@ -313,11 +313,14 @@ REPLIES_MODE = os.environ.get("PMC_RAG_TEST_REPLIES", "replay")
 RECORDED_REPLIES = FIXTURES / "recorded_replies.jsonl"
 
 
-def pipeline_file_for(name: str, table_name: str, folder: Path, real_model: bool = False) -> Path:
+def pipeline_file_for(name: str, table_name: str, folder: Path, real_model: bool = False,
+                      model_always: bool = False) -> Path:
     """pipelines/<name>.yml, copied into `folder` pointed at a test table (and its indexes) and at the tests' model
     server, or at the recorded replies (REPLIES_MODE) unless `real_model`: the generators as shipped, for a test
     that asks the real model or puts its own fake in the model's place. The files it extends or includes are
-    copied along (each with the same changes)."""
+    copied along (each with the same changes). `model_always`: rag.yml's QuotationFirst passes every question on
+    to the model, for a test of the model's path (its streaming, time limits, crashes) with a question the best
+    paper's conclusion would otherwise answer."""
     mode = "model" if real_model else REPLIES_MODE
     for source in (PROJECT_ROOT / "pipelines").glob("*.yml"):
         text = source.read_text().replace("pmc_chunks", table_name).replace("http://127.0.0.1:1417/v1", TEST_LLM_URL)
@@ -325,6 +328,11 @@ def pipeline_file_for(name: str, table_name: str, folder: Path, real_model: bool
             text = yaml.safe_dump(_with_recorded_replies(yaml.safe_load(text), record=mode == "record"),
                                   sort_keys=False)
         (folder / source.name).write_text(text)
+    if model_always:  # an edit of the text, so that a test may still find the shipped lines it changes
+        base = (folder / "rag.yml").read_text()
+        assert base.count("QuotationFirst\n    init_parameters: {routes: [single],") == 1
+        (folder / "rag.yml").write_text(base.replace("QuotationFirst\n    init_parameters: {routes: [single],",
+                                                     "QuotationFirst\n    init_parameters: {routes: [],"))
     return folder / f"{name}.yml"
 
 

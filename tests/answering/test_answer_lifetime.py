@@ -65,7 +65,7 @@ def base_url(tmp_path_factory, pmc_sample_table, slow_model):
     from pmc_rag.serving.config import load_serve_config
 
     folder = tmp_path_factory.mktemp("lifetime")
-    spec = yaml.safe_load(pipeline_file_for("rag", TABLE, folder, real_model=True).read_text())
+    spec = yaml.safe_load(pipeline_file_for("rag", TABLE, folder, real_model=True, model_always=True).read_text())
     del spec["local_model"]
     chain = spec["components"]["generator"]["init_parameters"]["chat_generators"]
     openai = next(g for g in chain if g["type"].endswith("OpenAIChatGenerator"))

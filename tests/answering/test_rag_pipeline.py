@@ -36,18 +36,10 @@ def test_a_question_the_best_papers_conclusion_answers_is_quoted_without_asking_
                             "question: no model was asked (quotation_first)."]
 
 
-def model_always(path):
-    """The pipeline file at `path` with QuotationFirst passing every question on to the model."""
-    spec = yaml.safe_load(path.read_text())
-    spec["components"]["quotation_first"]["init_parameters"]["routes"] = []
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
-
-
 @pytest.mark.integration  # the real model's server, its streamed tokens and their count
 def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_path):
     table, folder = rag_files
-    pipeline = load_declared_pipeline(model_always(pipeline_file_for("rag", table, tmp_path, real_model=True)))
+    pipeline = load_declared_pipeline(pipeline_file_for("rag", table, tmp_path, real_model=True, model_always=True))
     pipeline.warm_up()  # starts the local model server
     answer = answer_question(pipeline, QUESTION).model_dump()
 
@@ -75,7 +67,7 @@ def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_pat
 
 def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_files, tmp_path):
     table, folder = rag_files
-    spec = yaml.safe_load(model_always(pipeline_file_for("rag", table, tmp_path, real_model=True)).read_text())
+    spec = yaml.safe_load(pipeline_file_for("rag", table, tmp_path, real_model=True, model_always=True).read_text())
     generators = spec["components"]["generator"]["init_parameters"]["chat_generators"]
     generators[0]["init_parameters"]["url"] = "http://127.0.0.1:9"  # nothing listens there
     del generators[1]  # no embedded model either: only the empty last resort is left
@@ -91,7 +83,7 @@ def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_f
 @pytest.mark.integration  # the real model's time limit
 def test_a_generator_timeout_gives_the_quoted_answer_flagged(rag_files, tmp_path):
     table, folder = rag_files
-    spec = yaml.safe_load(pipeline_file_for("rag", table, tmp_path, real_model=True).read_text())
+    spec = yaml.safe_load(pipeline_file_for("rag", table, tmp_path, real_model=True, model_always=True).read_text())
     local = spec["components"]["generator"]["init_parameters"]["chat_generators"][1]["init_parameters"]
     # Not at temperature 0: the model server hands back a reply it wrote before at once (its reply memo), which a
     # fast CPU delivered within the millisecond (AMD EPYC, family 26).

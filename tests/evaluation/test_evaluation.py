@@ -295,8 +295,8 @@ def test_each_local_model_answers_in_turn_from_a_server_of_its_own(eval_table, t
 
     table, folder = eval_table
     model = "qwen2.5-0.5b-instruct"
-    report = run_evaluation([pipeline_file_for("rag", table, tmp_path, real_model=True),
-                             pipeline_file_for("retrieve_bm25", table, tmp_path, real_model=True)],
+    bm25 = pipeline_file_for("retrieve_bm25", table, tmp_path, real_model=True)  # first: it copies rag.yml too
+    report = run_evaluation([pipeline_file_for("rag", table, tmp_path, real_model=True, model_always=True), bm25],
                             DEV_QUESTIONS, limit=2, progress=False, local_models=[model])
     assert list(report["variants"]) == [f"rag@{model}"]  # a retriever has no model to swap
     entry = report["variants"][f"rag@{model}"]

@@ -37,7 +37,7 @@ def folder(tmp_path_factory, pmc_sample_table):
 
 def rag_variant(folder: Path, name: str, change: Any = None) -> Path:
     """rag.yml on the test table, with `change(spec)` applied; Ollama is pointed at a closed port."""
-    spec = yaml.safe_load(pipeline_file_for("rag", TABLE, folder, real_model=True).read_text())
+    spec = yaml.safe_load(pipeline_file_for("rag", TABLE, folder, real_model=True, model_always=True).read_text())
     spec["components"]["generator"]["init_parameters"]["chat_generators"][0]["init_parameters"]["url"] = \
         "http://127.0.0.1:9"
     if change:
@@ -63,7 +63,8 @@ def client(folder):
         local_generator(spec)["timeout"] = 4
 
     config = {"server": {"host": "127.0.0.1", "port": 1416}, "cache": {"max_entries": 0}, "endpoints": [
-        {"name": "rag", "pipeline": str(rag_variant(folder, "rag")), "kind": "answer", "rest": True, "chat": True},
+        {"name": "rag", "pipeline": str(rag_variant(folder, "rag_served")), "kind": "answer", "rest": True,
+         "chat": True},
         {"name": "impatient", "pipeline": str(rag_variant(folder, "impatient", impatient)), "kind": "answer"},
         {"name": "retrieve", "pipeline": str(pipeline_file_for("retrieve_hybrid", TABLE, folder, real_model=True)),
          "kind": "retrieval"}]}
