@@ -292,6 +292,7 @@ class Answer(BaseModel):
             lines.append(self.web_source_lines())
         total = self.timings_ms.get("total", 0) / 1000
         by = self.model or ("no model (none was asked)" if self.flags.get("not_answered") else
+                            "no model (the best paper's conclusion quoted)" if self.flags.get("quoted_first") else
                             "no model (passages quoted)")
         if explain:
             failed = f"; failed first: {', '.join(self.failed_generators)}" if self.failed_generators else ""

@@ -43,6 +43,7 @@ def test_the_builder_quotes_the_conclusion_flagged_and_says_why_no_model_answere
     assert answer.answer == CONCLUSION.content.rstrip(".") + " [1]."
     assert answer.flags["quoted_first"] and answer.flags["extractive_fallback"] and answer.model is None
     assert answer.notes == [skipped]  # not "No model answer was available"
+    assert "Answered by no model (the best paper's conclusion quoted)" in answer.as_text(explain=True)
     without = CitedAnswerBuilder().run(question=QUESTION, documents=[CONCLUSION, METHODS])["answer"]
     assert "quoted_first" not in without.flags and "No model answer was available" in without.notes[0]
 
