@@ -209,18 +209,15 @@ class CitedAnswerBuilder:
         answer = self._answer(follow_up_query(question, follow_up_to), documents, claims, removed_claims,
                               invalid_citations, raw_answer, excerpts_dropped, generator_meta, replies, unanswered,
                               why_unanswered, topic_question, word_shares, route, subqueries, subjects, looked_up,
-                              key_findings, related, own_words=question)
+                              key_findings, related, own_words=question, skipped_model=skipped_model)
         notes = list(answer.notes)
-        quoted_first = bool(skipped_model and answer.flags.get("extractive_fallback"))
-        notes = [n for n in notes if n != _NO_MODEL_ANSWER] + [skipped_model] if quoted_first else notes
-        flags = {**answer.flags, "quoted_first": True} if quoted_first else answer.flags
         if uncovered and not answer.flags.get("not_answered"):
             notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
                          + ("them" if route == "compare" else "or answer that part of the question") + ".")
         notes = [*(search_steps or []), *notes, *([web_note] if web_note else [])]
         web = {"web_sources": [WebSource(title=d.meta.get("title"), url=d.meta.get("url"), snippet=d.content or "",
                                          confidence=d.meta["confidence"]) for d in web_results],
-               "flags": {**flags, "web_results": True}} if web_results else {"flags": flags}
+               "flags": {**answer.flags, "web_results": True}} if web_results else {}
         return {"answer": answer.updated(notes=notes, route=route, **web)}
 
     def _answer(self, question: str, documents: list[Document] | None, claims: list[Claim] | None,
@@ -230,7 +227,7 @@ class CitedAnswerBuilder:
                 word_shares: dict[str, float] | None, route: str | None, subqueries: list[str] | None,
                 subjects: list[str] | None, looked_up: list[str] | None = None,
                 key_findings: list[Document] | None = None, related: list[Document] | None = None,
-                own_words: str = "") -> Answer:
+                own_words: str = "", skipped_model: str | None = None) -> Answer:
         # `question` is what was asked with a follow-up's topic; `own_words`, what the reader wrote
         if unanswered is not None:
             # findings only: a related paper's aim or methods would read as if it answered
@@ -289,11 +286,12 @@ class CitedAnswerBuilder:
             claims = per_part or self.quotations.extract(
                 own_words if topic_question else question, documents, topic_question, looked_up,
                 specific=self._specific_stems(word_shares))
-            notes.append("No sentence of the model's answer is a finding its sources support, so this answer quotes "
-                         "the papers' findings instead." if left_out and raw_answer.strip() else
-                         "The model's answer could not be checked against the sources, so this answer quotes the "
-                         "most relevant passages instead." if raw_answer.strip() else
-                         _NO_MODEL_ANSWER)
+            if not skipped_model:  # quoted by choice: why no model was asked is said with the checks, below
+                notes.append("No sentence of the model's answer is a finding its sources support, so this answer "
+                             "quotes the papers' findings instead." if left_out and raw_answer.strip() else
+                             "The model's answer could not be checked against the sources, so this answer quotes the "
+                             "most relevant passages instead." if raw_answer.strip() else
+                             "No model answer was available, so this answer quotes the most relevant passages.")
         elif subqueries and subjects:
             claims, quoted_for = self.quotations.with_each_subject(claims, supported, subqueries, subjects, documents)
             if quoted_for:
@@ -370,6 +368,8 @@ class CitedAnswerBuilder:
                              if key_quoted else "") + "; each citation names its section.")
         elif excerpts_dropped:
             checks.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
+        if skipped_model and extractive:
+            checks.append(skipped_model)
         meta = {**(replies[0].meta if replies else {}), **(generator_meta or {})}
         model = meta["model"] if "model" in meta else meta.get("successful_chat_generator_class")
         failed = list(meta.get("failed_chat_generators", []))
@@ -397,6 +397,7 @@ class CitedAnswerBuilder:
                 "citations_corrected": bool(recited),
                 "claims_removed": bool(removed_claims),
                 "fallback_generator": bool(failed and model),
+                **({"quoted_first": True} if extractive and skipped_model else {}),
             },
             "notes": notes + checks,
             "model": model,
@@ -483,7 +484,6 @@ class CitedAnswerBuilder:
 
 
 _COMPARISON_POLICIES = ("model", "quoted")
-_NO_MODEL_ANSWER = "No model answer was available, so this answer quotes the most relevant passages."
 
 
 # What an overview request says besides its topic ("Summarise the evidence on gestational diabetes").

@@ -139,12 +139,13 @@ class QuotationChooser:
         first = canonical_id(str(documents[0].meta.get(self.source_id_field)))
         if not claims or claims[0]["cited"] != [first]:
             return None
-        text = claims[0]["text"]
-        for sentence, chunk in self.quotable(d for d in documents if canonical_id(
-                str(d.meta.get(self.source_id_field))) == first):
-            candidate = _Candidate.of(sentence, chunk.meta.get("section"), None)
-            if sentence == text and candidate.conclusion and candidate.rank > 0:
-                return claims[0]
+        own = [d for d in documents if canonical_id(str(d.meta.get(self.source_id_field))) == first]
+        # only the chosen sentence is judged again, where it stands (the same words may stand in two sections)
+        for sentence, chunk in self.quotable(own):
+            if sentence == claims[0]["text"]:
+                candidate = _Candidate.of(sentence, chunk.meta.get("section"), None)
+                if candidate.conclusion and candidate.rank > 0:
+                    return claims[0]
         return None
 
     def naming_sentence(self, names: set[str], question_words: set[str], documents: list[Document]
