@@ -23,7 +23,7 @@ from pmc_rag.answering.crisis import (HELD_ASIDE_SETS, ExemplarLayer, check_cris
                                     labelled_messages, normalise, research_exemplars)
 
 # Held aside and never read message by message: its figures are reported, its failures not listed.
-SEALED_SETS = {"fresh_5"}
+SEALED_SETS = {"fresh_5", "fresh_6"}
 
 
 def run_crisis(progress: bool = True, exemplars: ExemplarLayer | None = None) -> dict[str, Any]:
@@ -80,8 +80,8 @@ def crisis_markdown(report: dict[str, Any]) -> str:
                   f"max {timing['max']:.1f} ms", ""]
     sealed = set(report.get("sealed_sets", []))
     if sealed:
-        lines.append(f"(The messages of {', '.join(sorted(sealed))} are not listed: that set is sealed, so that "
-                     "no rule is written from its failures.)")
+        lines.append(f"(The messages of {', '.join(sorted(sealed))} are not listed: sealed sets are not read, so "
+                     "that no rule is written from their failures.)")
     for item in report["wrong"]:
         if item["check"] == "rules + exemplars + classifier" and item["set"] not in sealed:
             kind = "MISSED" if item["label"] == "crisis" else "false alarm"
