@@ -235,11 +235,13 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, foll
         exemplars catch names someone ("my son", "je", "I").
     """
     decision = check_crisis_by_rules(message)
-    if decision.reason == _WISH:
-        return decision
     text = normalise(message)
     classifier = shipped_crisis_classifier()
     likely = classifier.probability(text) if classifier is not None else None
+    if decision.reason == _WISH:
+        # "Do antidepressants raise the suicide risk ...?" in words the rule reads as a wish: answered, with the
+        # crisis line first, only where the classifier is far surer of research than of any wish it was shown
+        return decision if likely is None or likely >= WISH_DEMOTED_BELOW else _possible(decision, decision.category)
     if decision.crisis and decision.reason == _HAPPENING:
         # "how quickly does a swallowed button battery cause damage?" describes no one in danger now
         return decision if likely is None or likely >= DEMOTED_BELOW else _possible(decision, decision.category)
@@ -270,6 +272,10 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, foll
 # caught did (2026-11-28: patients' own questions got the crisis line, 6 of 106 plain-language tuning questions).
 # Not for a message only the exemplars found: they catch the crises no rule knows, whose scores were not measured so.
 CONFIRMED_FROM, POSSIBLE_FROM, DEMOTED_BELOW, RESEARCH_BELOW = 0.5, 0.4, 0.3, 0.3
+# A wish the rules read is an emergency unless the classifier scores it under 0.2: with each tuning set left out of
+# its training in turn (2026-11-29), the 31 wishes the rule caught there scored 0.456 at least, and it caught no
+# research message there. Below it the message still gets the crisis line, above the answer.
+WISH_DEMOTED_BELOW = 0.2
 _WISH = "a wish to die or to harm oneself"
 _HAPPENING = "an emergency described as happening"
 

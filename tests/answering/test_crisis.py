@@ -236,3 +236,22 @@ def test_a_question_that_may_describe_danger_is_answered_with_the_crisis_line_on
     assert answer.safety == line and answer.flags["possible_emergency"]
     assert answer.as_text().startswith(line + "\n\nRaman spectra")   # the line first, then the answer
     assert chat_text(answer).startswith(f"**{line}**\n\nRaman spectra")
+
+
+def test_a_wish_the_classifier_reads_as_research_gets_the_crisis_line_with_the_answer(monkeypatch):
+    """A wish the rules read keeps the emergency reply unless the classifier is far surer of research than of any
+    wish it was trained on; then the message is answered with the crisis line first, never with nothing."""
+    message = "I want to kill myself"
+    assert check_crisis_by_rules(message).crisis
+    assert check_crisis(message).crisis                     # the shipped classifier agrees: the emergency reply
+
+    class Sure:
+        def __init__(self, probability):
+            self.probability = lambda text: probability
+
+    for probability, emergency in ((crisis.WISH_DEMOTED_BELOW, True), (crisis.WISH_DEMOTED_BELOW - 0.01, False)):
+        monkeypatch.setattr(crisis, "shipped_crisis_classifier", lambda p=probability: Sure(p))
+        decision = check_crisis(message)
+        assert decision.crisis is emergency
+        assert decision.possible is not emergency            # demoted: the crisis line above the answer
+        assert decision.category == "suicide_self_harm"
