@@ -87,11 +87,6 @@ _NOT_A_FINDING_SECTION = re.compile(r"background|introduction|objective|aim|purp
                                     r"participant|patients|intervention|outcome measure|table|figure", re.IGNORECASE)
 _CAPTION = re.compile(r"^\W*(?:table|figure|fig\.|supplementa\w*|(?:baseline |demographic )?characteristics of|"
                       r"flow ?chart|abbreviations?)\b", re.IGNORECASE)
-_METHOD = re.compile(r"\b(?:were (?:randomi[sz]ed|enrolled|recruited|included|assigned|allocated|collected|"
-                     r"measured|analy[sz]ed|reviewed|selected|divided)|we (?:recruited|enrolled|included|"
-                     r"randomi[sz]ed|conducted|performed|used|collected|reviewed|analy[sz]ed)|data were|"
-                     r"(?:a |this )?(?:retrospective|prospective|cross-sectional) (?:study|review|analysis) of)\b",
-                     re.IGNORECASE)
 # In a discussion, sentences that are not the study's own finding: others' work, limitations and what future work
 # needs, and claims to be the first to look ("To our knowledge, our study is the first to rigorously evaluate ...").
 _NOT_ITS_OWN_FINDING = re.compile(
@@ -106,38 +101,27 @@ _NOT_ITS_OWN_FINDING = re.compile(
 _ITS_OWN_FINDING = re.compile(r"\b(?:we (?:conclude|found|find|show(?:ed)?|demonstrated?|observed)|in conclusion|"
                               r"our (?:results|findings|data|study|trial) (?:show|suggest|indicate|demonstrate)\w*)\b",
                               re.IGNORECASE)
-_FINDING_WORDS = re.compile(r"\b(?:suggest\w*|conclu\w*|indicat\w*|show\w*|found|demonstrat\w*|associated|"
-                            r"significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|lower|higher|no difference|"
-                            r"did not|was not|were not|effective|predict\w*|p\s*[<=]|odds ratio|hazard ratio)\b",
-                            re.IGNORECASE)
-
-
 def not_its_own_finding(sentence: str) -> bool:
     """Others' work, a limitation, what future work needs, or a claim to be first: not the study's own finding."""
     return bool(_NOT_ITS_OWN_FINDING.search(sentence)) and not _ITS_OWN_FINDING.search(sentence)
 
 
-def finding_rank(sentence: str, section: Any, learned: bool = False) -> int:
+def finding_rank(sentence: str, section: Any) -> int:
     """2: a finding; 1: another sentence; 0: an aim, a caption or table row, a method, or background.
 
-    Where the section's title does not say (a Discussion, an unlabelled abstract, a user's PDF page), a word list
-    decides whether the sentence states a finding; `learned=True` adds what the trained classifier
-    (`finding_classifier`) calls a finding. The classifier judges sentences alone better (F1 0.648 against 0.451
-    on the held-aside full-text sentences, `pmc_rag.evaluation.finding_sentences`), but on 93 answers (33
-    plain-language questions about the full texts, dev 301-360) it changed one quotation, for the worse (a
-    background sentence under "Abstract: Object" quoted instead of the conclusion), so it is not the default yet."""
+    Where the section's title does not say (a Discussion, an unlabelled abstract, a user's PDF page), the trained
+    classifier (`finding_classifier`) decides whether the sentence states a finding, and it is the floor under
+    every section: a sentence it is sure is an aim, a method or background is never a finding."""
     section = str(section or "")
-    if states_an_aim(sentence) or _CAPTION.match(sentence) or _METHOD.search(sentence) or _learned_not_a_finding(
-            sentence):
+    probability = _finding_probability(sentence)
+    if states_an_aim(sentence) or _CAPTION.match(sentence) or probability < NOT_A_FINDING_BELOW:
         return 0
     others = not_its_own_finding(sentence)
     if FINDINGS_SECTION.search(section):
         return 1 if others else 2
+    states_one = probability >= _finding_threshold()
     if _NOT_A_FINDING_SECTION.search(section):
-        return 0 if not _FINDING_WORDS.search(sentence) else 1
-    # The word list's findings stay findings (on 33 plain-language questions about the full texts the classifier
-    # alone lost a result the list had found); the classifier, when asked, adds those the list misses.
-    states_one = bool(_FINDING_WORDS.search(sentence)) or (learned and _learned_finding(sentence))
+        return 1 if states_one else 0
     return 2 if states_one and not others else 1
 
 
@@ -150,16 +134,16 @@ def finding_rank(sentence: str, section: Any, learned: bool = False) -> int:
 NOT_A_FINDING_BELOW = 0.03
 
 
-def _learned_not_a_finding(sentence: str) -> bool:
+def _finding_probability(sentence: str) -> float:
     from pmc_rag.components.finding_classifier import shipped_classifier
 
-    return shipped_classifier().probability(sentence) < NOT_A_FINDING_BELOW
+    return shipped_classifier().probability(sentence)
 
 
-def _learned_finding(sentence: str) -> bool:
+def _finding_threshold() -> float:
     from pmc_rag.components.finding_classifier import shipped_classifier
 
-    return shipped_classifier().is_finding(sentence)
+    return shipped_classifier().threshold
 
 
 def check_pairs(claims: list[str], evidence: list[str]) -> None:

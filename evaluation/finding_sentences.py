@@ -130,19 +130,11 @@ def split_by_paper(labelled: list[Labelled], held_share: float = 0.2, seed: int 
     return [i for i in labelled if i.paper not in scored], [i for i in labelled if i.paper in scored]
 
 
-def pattern_says_finding(sentence: str) -> bool:
-    """The hand-written judge, on the sentence alone: `finding_rank` with no section title, its word list."""
-    from pmc_rag.components.claim_signals import finding_rank
-
-    return finding_rank(sentence, None, learned=False) == 2
-
-
 def finding_rank_says_finding(sentence: str) -> bool:
-    """`finding_rank(learned=True)` on a sentence alone: its rules (aims, methods, captions, others' work), then its
-    word list or the classifier."""
+    """`finding_rank` on a sentence alone: its rules (aims, captions, others' work), then the classifier."""
     from pmc_rag.components.claim_signals import finding_rank
 
-    return finding_rank(sentence, None, learned=True) == 2
+    return finding_rank(sentence, None) == 2
 
 
 def scores(truth: list[bool], said: list[bool]) -> dict[str, float]:
@@ -194,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.floor:
         print(floor_report({"tuning (abstracts held out)": tuning, "held aside (full texts)": held_aside}))
         return 0
-    judges: dict[str, object] = {"patterns (finding_rank, sentence alone)": pattern_says_finding}
+    judges: dict[str, object] = {}
     if args.train:
         from pmc_rag.components.finding_classifier import train_finding_classifier
 
@@ -204,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
 
         classifier = FindingClassifier()
         judges["classifier (finding_sentences.json)"] = classifier.is_finding
-        judges["finding_rank(learned=True): its rules, then word list or classifier"] = finding_rank_says_finding
+        judges["finding_rank: its rules (aims, captions, others' work), then the classifier"] = \
+            finding_rank_says_finding
     except (ImportError, FileNotFoundError):
         pass
     print(f"learned from {len(learn)} sentences of {len({i.paper for i in learn})} abstracts")

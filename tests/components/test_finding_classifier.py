@@ -47,12 +47,15 @@ def test_the_shipped_classifier_tells_findings_from_aims_methods_and_background(
     assert said == [(sentence, finding) for sentence, finding in SENTENCES]
 
 
-def test_on_the_held_aside_full_texts_the_learned_judge_beats_the_word_list():
-    from pmc_rag.evaluation.finding_sentences import (finding_rank_says_finding, held_aside_sentences,
-                                                      pattern_says_finding, scores)
+# The word list `finding_rank` used before the classifier replaced it (2026-11-29), on the same held-aside sentences
+# (evaluation/results/2026-11-29-finding-rank-learned/): F1 0.452, accuracy 0.659.
+WORD_LIST_F1, WORD_LIST_ACCURACY = 0.452, 0.659
+
+
+def test_on_the_held_aside_full_texts_the_learned_judge_beats_the_word_list_it_replaced():
+    from pmc_rag.evaluation.finding_sentences import finding_rank_says_finding, held_aside_sentences, scores
 
     held_aside = held_aside_sentences()
     truth = [item.finding for item in held_aside]
-    before = scores(truth, [pattern_says_finding(item.sentence) for item in held_aside])
     now = scores(truth, [finding_rank_says_finding(item.sentence) for item in held_aside])
-    assert len(held_aside) > 2000 and now["f1"] > before["f1"] + 0.1 and now["accuracy"] > before["accuracy"]
+    assert len(held_aside) > 2000 and now["f1"] > WORD_LIST_F1 + 0.1 and now["accuracy"] > WORD_LIST_ACCURACY
