@@ -1,4 +1,5 @@
-"""The stock Sentence Transformers document embedder, computing in bfloat16 where the CPU does so natively."""
+"""The stock Sentence Transformers document embedder, computing in bfloat16 where the CPU does so natively and in
+int8 on other CPUs."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pmc_rag.components.cpu_trial import cpu_flags, cpu_key, trial_once_per_cpu
 
 log = logging.getLogger(__name__)
 
-ComputeDtype = Literal["auto", "float32", "bfloat16"]
+ComputeDtype = Literal["auto", "float32", "bfloat16", "int8"]
 
 # CPU flags (Linux /proc/cpuinfo) of instructions that multiply bfloat16 natively: AVX-512 BF16 (AMD Zen 4 and
 # later, Intel Cooper Lake and later) and AMX (Intel Sapphire Rapids and later).
@@ -30,14 +31,17 @@ MIN_COSINE = 0.999
 class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
     """
     `SentenceTransformersDocumentEmbedder` with one more parameter, `compute_dtype`: "auto" computes in bfloat16
-    on a CPU that multiplies bfloat16 natively, and in float32 everywhere else.
+    on a CPU that multiplies bfloat16 natively, with int8 weights on other CPUs, and in float32 on a GPU.
 
     On a 2-core AMD EPYC Zen 4 (AVX-512 BF16), bfloat16 embeds our chunks 1.5-1.7 times as fast as float32, with
     vectors at cosine 0.9999 of the float32 ones and the same retrieval figures on the dev questions (docs,
     Benchmark).
-    On a CPU without it, bfloat16 is emulated and about 6 times slower, so "auto" keeps float32 there, and on a GPU,
-    where float32 is fast already. What was chosen, and why, is in `compute_description` (`pmc-rag ingest`
-    prints it).
+    On a CPU without it, bfloat16 is emulated and about 6 times slower, so "auto" runs the model's matrix products
+    with int8 weights there instead (ONNX Runtime, one chunk per call so that no chunk's vector depends on its
+    batch: `onnx_int8`), at cosine about 0.99 of float32's, with the held-out retrieval figures checked
+    (`evaluation/results/2026-11-29-int8-documents/`); where ONNX Runtime fails its trial on the CPU, float32. On a
+    GPU, float32 is fast already. What was chosen, and why, is in `compute_description` (`pmc-rag ingest` prints
+    it).
 
     The choice is not silent and not blind: the first time on a CPU, a child process embeds sample texts both ways
     and bfloat16 is used only if it did not crash (a crash costs the child only) and agreed with float32 to cosine
@@ -59,20 +63,22 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
 
     def __init__(self, *, compute_dtype: ComputeDtype = "auto", **stock_parameters: Any):
         """
-        :param compute_dtype: "auto" (bfloat16 on a CPU with native bfloat16 that passes the check, else float32),
-            "float32", or "bfloat16" (always; slow on a CPU without native support). A `torch_dtype` in
+        :param compute_dtype: "auto" (bfloat16 on a CPU with native bfloat16 that passes the check, int8 on other
+            CPUs, float32 on a GPU), "float32", "bfloat16" (always; slow on a CPU without native support) or "int8"
+            (ONNX Runtime on the CPU; models of a transformer and mean pooling only). A `torch_dtype` in
             `model_kwargs` takes precedence.
         :param stock_parameters: Those of `SentenceTransformersDocumentEmbedder` (model, batch_size,
             meta_fields_to_embed, normalize_embeddings, device, model_kwargs, ...).
         """
-        if compute_dtype not in ("auto", "float32", "bfloat16"):
-            raise ValueError(f"compute_dtype must be 'auto', 'float32' or 'bfloat16', not {compute_dtype!r}")
+        if compute_dtype not in ("auto", "float32", "bfloat16", "int8"):
+            raise ValueError(f"compute_dtype must be 'auto', 'float32', 'bfloat16' or 'int8', not {compute_dtype!r}")
         # The parent is named, not reached by super(): Haystack's @component rebuilds the class it decorates, and
         # zero-argument super() then refers to the class before that.
         SentenceTransformersDocumentEmbedder.__init__(self, **stock_parameters)
         self.compute_dtype = compute_dtype
         self.compute_dtype_used: str | None = None  # set by warm_up
         self.compute_description = ""
+        self._int8: Any = None  # the int8 runner (an OnnxTextEmbedder), when warm_up chose int8
 
     def to_dict(self) -> dict[str, Any]:
         data = SentenceTransformersDocumentEmbedder.to_dict(self)
@@ -92,9 +98,15 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         return cls(compute_dtype=compute_dtype, **{name: getattr(stock, name) for name in names})
 
     def warm_up(self) -> None:
-        if self.embedding_backend is not None:
+        if self.embedding_backend is not None or self._int8 is not None:
             return
         dtype, why = self._choose_dtype()
+        if dtype == "int8":
+            dtype, why = self._warm_up_int8(why)
+            if dtype == "int8":
+                self.compute_dtype_used, self.compute_description = dtype, f"{dtype} ({why})"
+                log.info("Document embedder %s computes in %s", self.model, self.compute_description)
+                return
         self.compute_dtype_used = dtype
         self.compute_description = f"{dtype} ({why})"
         log.info("Document embedder %s computes in %s", self.model, self.compute_description)
@@ -112,6 +124,11 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         :param documents: Documents to embed.
         :returns: `documents`: the documents with embeddings.
         """
+        if self.embedding_backend is None and self._int8 is None:
+            self.warm_up()
+        if self._int8 is not None:
+            vectors = self._int8.embed_each([self._text_to_embed(d) for d in documents], workers=self._workers())
+            return {"documents": [replace(d, embedding=v) for d, v in zip(documents, vectors, strict=True)]}
         embedded = SentenceTransformersDocumentEmbedder.run(self, documents=documents)["documents"]
         if self.compute_dtype_used != "bfloat16" or not self.normalize_embeddings or not embedded:
             return {"documents": embedded}
@@ -121,6 +138,32 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return {"documents": [replace(document, embedding=vector.tolist())
                               for document, vector in zip(embedded, vectors, strict=True)]}
+
+    def _text_to_embed(self, document: Document) -> str:
+        """The text the stock embedder would embed: the `meta_fields_to_embed` values and the content, joined."""
+        values = [str(document.meta[key]) for key in self.meta_fields_to_embed if document.meta.get(key) is not None]
+        return self.prefix + self.embedding_separator.join([*values, document.content or ""]) + self.suffix
+
+    @staticmethod
+    def _workers() -> int:
+        """One int8 session per core PyTorch would use (`torch_threads`, or every core)."""
+        import torch
+
+        return max(torch.get_num_threads(), 1)
+
+    def _warm_up_int8(self, why: str) -> tuple[str, str]:
+        """Loads the int8 runner; ("float32", the reason) where ONNX Runtime could not run it on this CPU (its
+        trial ran in a child process, so a crash cost only that)."""
+        from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+        runner = OnnxTextEmbedder(model=self.model, normalize_embeddings=self.normalize_embeddings, device="cpu",
+                                  int8=True)
+        runner.warm_up()
+        if runner.runtime != "onnxruntime-cpu":
+            log.warning("int8 embedding could not run on this CPU; embedding in float32")
+            return "float32", "int8 failed its trial on this CPU"
+        self._int8 = runner
+        return "int8", why
 
     def _choose_dtype(self) -> tuple[str, str]:
         configured = _configured_dtype(self.model_kwargs)
@@ -133,7 +176,8 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
             return "float32", f"on {device}"
         native = [flag for flag in NATIVE_BF16_FLAGS if flag in cpu_flags()]
         if not native:
-            return "float32", "this CPU has no native bfloat16 (AVX-512 BF16 or AMX)"
+            return "int8", ("this CPU has no native bfloat16 (AVX-512 BF16 or AMX); int8 weights, one chunk per "
+                            "call, checked on it")
         problem = _bf16_fails_here(self.model)
         if problem:
             log.warning("bfloat16 embedding failed its check on this CPU (%s); embedding in float32", problem)

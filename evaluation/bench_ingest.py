@@ -27,6 +27,8 @@ from haystack_integrations.components.embedders.sentence_transformers import Sen
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
 from pmc_rag.components.article_writer import ArticleWriter
+from pmc_rag.components.auto_precision_document_embedder import NATIVE_BF16_FLAGS
+from pmc_rag.components.cpu_trial import cpu_flags
 from pmc_rag.ingestion.runner import entry_socket
 from pmc_rag.ingestion.sources import expand_paths, read_articles
 from pmc_rag.ingestion.xml import IngestError
@@ -94,6 +96,11 @@ def _stages(pipeline: Pipeline, name: str) -> tuple[Any, SentenceTransformersDoc
     return pipeline.get_component(entry_socket(pipeline)), embedder, writer
 
 
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively."""
+    return any(flag in cpu_flags() for flag in NATIVE_BF16_FLAGS)
+
+
 def with_compute_dtype(embedder: SentenceTransformersDocumentEmbedder,
                        dtype: str) -> SentenceTransformersDocumentEmbedder:
     """A copy of `embedder` computing in `dtype`: by `compute_dtype` where it has one, else by `model_kwargs`."""
@@ -133,11 +140,13 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
         embedder.warm_up()
     ours_dtype = getattr(our_embedder, "compute_dtype_used", None) or "float32"
     print(f"  ours computes in {getattr(our_embedder, 'compute_description', '') or ours_dtype}")
-    # The other precision, for comparison: float32 where ours chose bfloat16, else bfloat16 (slow on CPUs without
-    # native bf16, which is why "auto" does not pick it there).
-    other_dtype = "float32" if ours_dtype == "bfloat16" else "bfloat16"
-    other_embedder = with_compute_dtype(our_embedder, other_dtype)
-    other_embedder.warm_up()
+    # The other precisions, for comparison: float32 and int8 (what "auto" picks on a CPU without native bfloat16),
+    # and bfloat16 where the CPU has it natively (emulated, it is 6 times slower: "auto" never picks it there).
+    others = [d for d in ("float32", "int8", "bfloat16") if d != ours_dtype and (
+        d != "bfloat16" or native_bf16())]
+    other_embedders = {d: with_compute_dtype(our_embedder, d) for d in others}
+    for embedder in other_embedders.values():
+        embedder.warm_up()
 
     suffix = uuid.uuid4().hex[:8]
     template = our_writer.document_store
@@ -153,7 +162,8 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
             "plain", plain_embedder.run(documents=[Document(id=c.id, content=c.content, meta=c.meta)
                                                    for c in chunks])["documents"]), len(chunks))
         rates["embedding"] = (ours, plain)
-        other = _timed(f"ours in {other_dtype}", lambda: other_embedder.run(documents=chunks), len(chunks))
+        other_rates = {d: _timed(f"ours in {d}", lambda e=e: e.run(documents=chunks), len(chunks))
+                       for d, e in other_embedders.items()}
 
         print("Writing")
         writer = ArticleWriter(document_store=our_store)
@@ -173,14 +183,18 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
 
     embed_ours, embed_plain = rates["embedding"]
     write_ours, write_plain = rates["writing"]
-    end_to_end = (1 / (1 / parse_rate + 1 / embed_ours + 1 / write_ours),
-                  1 / (1 / parse_rate + 1 / embed_plain + 1 / write_plain))
+    def end_to_end(embedding: float, writing: float) -> float:
+        return 1 / (1 / parse_rate + 1 / embedding + 1 / writing)
+
+    plain_total = end_to_end(embed_plain, write_plain)
     rows = [
         ("parsing + chunking", parse_rate, None),
         (f"embedding ({ours_dtype}, as configured)", embed_ours, embed_plain),
-        (f"embedding in {other_dtype}, for comparison", other, embed_plain),
+        *[(f"embedding in {d}, for comparison", rate, embed_plain) for d, rate in other_rates.items()],
         ("writing", write_ours, write_plain),
-        ("all three (same parser for both)", *end_to_end),
+        (f"all three ({ours_dtype}; same parser for both)", end_to_end(embed_ours, write_ours), plain_total),
+        *[(f"all three, embedding in {d}", end_to_end(rate, write_ours), plain_total)
+          for d, rate in other_rates.items()],
     ]
     print("\n| stage | ours (chunks/s) | plain Haystack (chunks/s) | ours / plain |")
     print("|---|---:|---:|---:|")

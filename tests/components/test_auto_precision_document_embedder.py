@@ -1,5 +1,6 @@
 """AutoPrecisionDocumentEmbedder: bfloat16 only where the CPU computes it natively and a child process has checked
-it against float32; float32 otherwise, with the stock embedder's vectors; the choice is reported, never silent."""
+it against float32; int8 on other CPUs, one chunk at a time, after its own trial; float32 where asked or where a
+trial fails, with the stock embedder's vectors; the choice is reported, never silent."""
 
 from __future__ import annotations
 
@@ -48,13 +49,37 @@ def test_float32_gives_the_stock_embedders_vectors(fresh_home):
     assert np.abs(vectors(ours) - vectors(stock)).max() < 1e-6
 
 
-def test_auto_keeps_float32_on_a_cpu_without_native_bfloat16(fresh_home, monkeypatch):
+@pytest.mark.integration  # its int8 trial runs ONNX Runtime in another process
+def test_auto_uses_int8_on_a_cpu_without_native_bfloat16_one_chunk_at_a_time(fresh_home, monkeypatch):
     monkeypatch.setattr(module, "cpu_flags", lambda: {"avx2", "fma"})
     embedder = AutoPrecisionDocumentEmbedder(**SETTINGS)
     embedder.warm_up()
-    assert embedder.compute_dtype_used == "float32"
+    assert embedder.compute_dtype_used == "int8"
     assert "no native bfloat16" in embedder.compute_description
-    assert trial_markers(fresh_home) == []  # nothing to check, nothing run
+    assert trial_markers(fresh_home) == []  # no bfloat16 check run
+    exact = AutoPrecisionDocumentEmbedder(compute_dtype="float32", **SETTINGS)
+    exact.warm_up()
+    int8, float32 = vectors(embedder), vectors(exact)
+    assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    cosines = (int8 * float32).sum(axis=1)
+    assert cosines.min() > 0.98 and cosines.mean() > 0.99
+    assert np.abs(int8 - float32).max() > 1e-4   # really another computation, not the float32 one
+    # each chunk's vector is its own: the same alone as among others (no activation scale shared by a batch)
+    alone = embedder.run(documents=[Document(content=DOCUMENTS[0].content, meta=DOCUMENTS[0].meta)])["documents"]
+    assert np.array_equal(np.array(alone[0].embedding), int8[0])
+
+
+def test_int8_falls_back_to_float32_where_onnx_runtime_fails_its_trial(fresh_home, monkeypatch, caplog):
+    from pmc_rag.components import onnx_text_embedder
+
+    monkeypatch.setattr(onnx_text_embedder, "_fails_on_this_cpu", lambda path: "killed by signal SIGILL")
+    embedder = AutoPrecisionDocumentEmbedder(compute_dtype="int8", **SETTINGS)
+    with caplog.at_level(logging.WARNING):
+        embedder.warm_up()
+    assert embedder.compute_dtype_used == "float32"
+    assert "int8 failed its trial on this CPU" in embedder.compute_description
+    assert "int8 embedding could not run on this CPU" in caplog.text
+    assert len(vectors(embedder)) == len(DOCUMENTS)
 
 
 @pytest.mark.integration  # runs pmc-rag (or Python) in another process
@@ -116,7 +141,7 @@ def test_a_dtype_in_model_kwargs_takes_precedence(fresh_home, monkeypatch):
 
 
 def test_refuses_an_unknown_compute_dtype():
-    with pytest.raises(ValueError, match="compute_dtype must be 'auto', 'float32' or 'bfloat16', not 'fp8'"):
+    with pytest.raises(ValueError, match="compute_dtype must be 'auto', 'float32', 'bfloat16' or 'int8', not 'fp8'"):
         AutoPrecisionDocumentEmbedder(compute_dtype="fp8", **SETTINGS)
 
 

@@ -167,13 +167,13 @@ def test_refuses_a_list(fresh_home):
 
 def test_serialization_round_trip():
     embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, prefix="q: ", threads=2,
-                                device="cpu")
+                                device="cpu", int8=True)
     data = embedder.to_dict()
     assert data["type"] == "pmc_rag.components.onnx_text_embedder.OnnxTextEmbedder"
     again = OnnxTextEmbedder.from_dict(data)
     assert again.to_dict() == data
-    assert (again.model, again.normalize_embeddings, again.prefix, again.threads, again.device) == (
-        EMBEDDING_MODEL, True, "q: ", 2, "cpu")
+    assert (again.model, again.normalize_embeddings, again.prefix, again.threads, again.device, again.int8) == (
+        EMBEDDING_MODEL, True, "q: ", 2, "cpu", True)
 
 
 @pytest.mark.integration  # runs pmc-rag (or Python) in another process
@@ -197,3 +197,22 @@ def test_onnx_runtime_and_hayhooks_write_their_caches_in_pmc_rag_home_not_the_us
     written = {p.relative_to(tmp_path / "pmc-home" / "cache").parts[0] for p in
                (tmp_path / "pmc-home" / "cache").rglob("*") if p.is_file()}
     assert "hayhooks" in written and written <= {"Microsoft", "hayhooks"}, written
+
+
+def test_int8_weights_leave_the_feed_forward_down_projections_in_float32(fresh_home, stock):
+    from pmc_rag.components.onnx_int8 import int8_copy, narrowing_products
+
+    embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, int8=True, device="cpu")
+    embedder.warm_up()
+    assert embedder.runtime == "onnxruntime-cpu" and embedder._path.name.endswith("-int8.onnx")
+    exported = embedder._path.with_name(embedder._path.name.replace("-int8", ""))
+    narrowing = narrowing_products(exported)
+    assert len(narrowing) == 6 and all("/output/dense/" in name for name in narrowing)  # one per MiniLM layer
+    assert int8_copy(exported) == embedder._path                                           # made once, reused
+    question = "Does metformin reduce cardiovascular events?"
+    exact = stock.run(text=question)["embedding"]
+    vector = embedder.run(text=question)["embedding"]
+    assert 0.99 < sum(a * b for a, b in zip(exact, vector)) < 0.99999
+    # many texts, each alone on sessions of its own, give each text's own vector
+    texts = [question, "Erlotinib in EGFR-mutant lung cancer.", "x"]
+    assert embedder.embed_each(texts, workers=2) == [embedder.run(text=t)["embedding"] for t in texts]
