@@ -70,9 +70,12 @@ def test_auto_uses_int8_on_a_cpu_without_native_bfloat16_one_chunk_at_a_time(fre
 
 
 def test_int8_falls_back_to_float32_where_onnx_runtime_fails_its_trial(fresh_home, monkeypatch, caplog):
-    from pmc_rag.components import onnx_text_embedder
+    from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
 
-    monkeypatch.setattr(onnx_text_embedder, "_fails_on_this_cpu", lambda path: "killed by signal SIGILL")
+    def trial_failed(runner):  # what OnnxTextEmbedder.warm_up does when its child process crashed on this CPU
+        runner.runtime = "torch-cpu"
+
+    monkeypatch.setattr(OnnxTextEmbedder, "warm_up", trial_failed)
     embedder = AutoPrecisionDocumentEmbedder(compute_dtype="int8", **SETTINGS)
     with caplog.at_level(logging.WARNING):
         embedder.warm_up()

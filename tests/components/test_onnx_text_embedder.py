@@ -199,6 +199,7 @@ def test_onnx_runtime_and_hayhooks_write_their_caches_in_pmc_rag_home_not_the_us
     assert "hayhooks" in written and written <= {"Microsoft", "hayhooks"}, written
 
 
+@pytest.mark.integration  # its trial runs ONNX Runtime in another process
 def test_int8_weights_leave_the_feed_forward_down_projections_in_float32(fresh_home, stock):
     from pmc_rag.components.onnx_int8 import int8_copy, narrowing_products
 
