@@ -11,7 +11,7 @@ Usage:
 ```python
 from pmc_rag.components.onnx_int8 import int8_copy
 
-int8_copy(exported_float32_graph)   # Path of "<name>-int8.onnx" beside it, made the first time
+int8_copy(exported_float32_graph)   # Path of "<name>-int8v1.onnx" beside it, made the first time
 ```
 """
 
@@ -35,10 +35,14 @@ def narrowing_products(path: Path) -> list[str]:
             and shapes[n.input[1]][0] > shapes[n.input[1]][1]]
 
 
+# Part of the int8 file's name: a change to what is quantized, or how, must not reuse files made the old way.
+INT8_VERSION = "1"
+
+
 def int8_copy(path: Path) -> Path:
     """The int8 version of the exported graph at `path`, beside it; quantized once, reused after that (written
     under a temporary name, then renamed: a reader never opens half a file)."""
-    target = path.with_name(f"{path.stem}-int8.onnx")
+    target = path.with_name(f"{path.stem}-int8v{INT8_VERSION}.onnx")
     if target.exists():
         return target
     from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -205,8 +205,8 @@ def test_int8_weights_leave_the_feed_forward_down_projections_in_float32(fresh_h
 
     embedder = OnnxTextEmbedder(model=EMBEDDING_MODEL, normalize_embeddings=True, int8=True, device="cpu")
     embedder.warm_up()
-    assert embedder.runtime == "onnxruntime-cpu" and embedder._path.name.endswith("-int8.onnx")
-    exported = embedder._path.with_name(embedder._path.name.replace("-int8", ""))
+    assert embedder.runtime == "onnxruntime-cpu" and embedder._path.name.endswith("-int8v1.onnx")
+    exported = embedder._path.with_name(embedder._path.name.replace("-int8v1", ""))
     narrowing = narrowing_products(exported)
     assert len(narrowing) == 6 and all("/output/dense/" in name for name in narrowing)  # one per MiniLM layer
     assert int8_copy(exported) == embedder._path                                           # made once, reused
