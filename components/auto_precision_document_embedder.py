@@ -103,13 +103,11 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         dtype, why = self._choose_dtype()
         if dtype == "int8":
             dtype, why = self._warm_up_int8(why)
-            if dtype == "int8":
-                self.compute_dtype_used, self.compute_description = dtype, f"{dtype} ({why})"
-                log.info("Document embedder %s computes in %s", self.model, self.compute_description)
-                return
         self.compute_dtype_used = dtype
         self.compute_description = f"{dtype} ({why})"
         log.info("Document embedder %s computes in %s", self.model, self.compute_description)
+        if dtype == "int8":
+            return
         configured = self.model_kwargs
         if dtype == "bfloat16" and not _configured_dtype(configured):
             self.model_kwargs = {**(configured or {}), "torch_dtype": "bfloat16"}
@@ -174,7 +172,7 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         device = self.device.to_torch_str()
         if not device.startswith("cpu"):
             return "float32", f"on {device}"
-        native = [flag for flag in NATIVE_BF16_FLAGS if flag in cpu_flags()]
+        native = native_bf16_flags()
         if not native:
             return "int8", ("this CPU has no native bfloat16 (AVX-512 BF16 or AMX); int8 weights, one chunk per "
                             "call, checked on it")
@@ -183,6 +181,11 @@ class AutoPrecisionDocumentEmbedder(SentenceTransformersDocumentEmbedder):
             log.warning("bfloat16 embedding failed its check on this CPU (%s); embedding in float32", problem)
             return "float32", f"bfloat16 failed its check on this CPU: {problem}"
         return "bfloat16", f"this CPU has {', '.join(native)}; checked against float32 on it"
+
+
+def native_bf16_flags() -> list[str]:
+    """This CPU's flags of native bfloat16 multiplication (empty: it has none)."""
+    return [flag for flag in NATIVE_BF16_FLAGS if flag in cpu_flags()]
 
 
 def _configured_dtype(model_kwargs: dict[str, Any] | None) -> Any:

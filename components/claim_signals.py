@@ -101,6 +101,8 @@ _NOT_ITS_OWN_FINDING = re.compile(
 _ITS_OWN_FINDING = re.compile(r"\b(?:we (?:conclude|found|find|show(?:ed)?|demonstrated?|observed)|in conclusion|"
                               r"our (?:results|findings|data|study|trial) (?:show|suggest|indicate|demonstrate)\w*)\b",
                               re.IGNORECASE)
+
+
 def not_its_own_finding(sentence: str) -> bool:
     """Others' work, a limitation, what future work needs, or a claim to be first: not the study's own finding."""
     return bool(_NOT_ITS_OWN_FINDING.search(sentence)) and not _ITS_OWN_FINDING.search(sentence)
@@ -113,13 +115,14 @@ def finding_rank(sentence: str, section: Any) -> int:
     classifier (`finding_classifier`) decides whether the sentence states a finding, and it is the floor under
     every section: a sentence it is sure is an aim, a method or background is never a finding."""
     section = str(section or "")
-    probability = _finding_probability(sentence)
+    classifier = _finding_classifier()
+    probability = classifier.probability(sentence)
     if states_an_aim(sentence) or _CAPTION.match(sentence) or probability < NOT_A_FINDING_BELOW:
         return 0
     others = not_its_own_finding(sentence)
     if FINDINGS_SECTION.search(section):
         return 1 if others else 2
-    states_one = probability >= _finding_threshold()
+    states_one = probability >= classifier.threshold
     if _NOT_A_FINDING_SECTION.search(section):
         return 1 if states_one else 0
     return 2 if states_one and not others else 1
@@ -134,16 +137,10 @@ def finding_rank(sentence: str, section: Any) -> int:
 NOT_A_FINDING_BELOW = 0.03
 
 
-def _finding_probability(sentence: str) -> float:
+def _finding_classifier() -> Any:
     from pmc_rag.components.finding_classifier import shipped_classifier
 
-    return shipped_classifier().probability(sentence)
-
-
-def _finding_threshold() -> float:
-    from pmc_rag.components.finding_classifier import shipped_classifier
-
-    return shipped_classifier().threshold
+    return shipped_classifier()
 
 
 def check_pairs(claims: list[str], evidence: list[str]) -> None:

@@ -27,8 +27,7 @@ from haystack_integrations.components.embedders.sentence_transformers import Sen
 from haystack_integrations.document_stores.pgvector import PgvectorDocumentStore
 
 from pmc_rag.components.article_writer import ArticleWriter
-from pmc_rag.components.auto_precision_document_embedder import NATIVE_BF16_FLAGS
-from pmc_rag.components.cpu_trial import cpu_flags
+from pmc_rag.components.auto_precision_document_embedder import native_bf16_flags
 from pmc_rag.ingestion.runner import entry_socket
 from pmc_rag.ingestion.sources import expand_paths, read_articles
 from pmc_rag.ingestion.xml import IngestError
@@ -96,11 +95,6 @@ def _stages(pipeline: Pipeline, name: str) -> tuple[Any, SentenceTransformersDoc
     return pipeline.get_component(entry_socket(pipeline)), embedder, writer
 
 
-def native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 natively."""
-    return any(flag in cpu_flags() for flag in NATIVE_BF16_FLAGS)
-
-
 def with_compute_dtype(embedder: SentenceTransformersDocumentEmbedder,
                        dtype: str) -> SentenceTransformersDocumentEmbedder:
     """A copy of `embedder` computing in `dtype`: by `compute_dtype` where it has one, else by `model_kwargs`."""
@@ -143,7 +137,7 @@ def run_benchmark(paths: list[str], pipeline_name: str = "indexing", limit: int 
     # The other precisions, for comparison: float32 and int8 (what "auto" picks on a CPU without native bfloat16),
     # and bfloat16 where the CPU has it natively (emulated, it is 6 times slower: "auto" never picks it there).
     others = [d for d in ("float32", "int8", "bfloat16") if d != ours_dtype and (
-        d != "bfloat16" or native_bf16())]
+        d != "bfloat16" or native_bf16_flags())]
     other_embedders = {d: with_compute_dtype(our_embedder, d) for d in others}
     for embedder in other_embedders.values():
         embedder.warm_up()

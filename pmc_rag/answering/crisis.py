@@ -238,13 +238,12 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, foll
     text = normalise(message)
     classifier = shipped_crisis_classifier()
     likely = classifier.probability(text) if classifier is not None else None
-    if decision.reason == _WISH:
-        # "Do antidepressants raise the suicide risk ...?" in words the rule reads as a wish: answered, with the
-        # crisis line first, only where the classifier is far surer of research than of any wish it was shown
-        return decision if likely is None or likely >= WISH_DEMOTED_BELOW else _possible(decision, decision.category)
-    if decision.crisis and decision.reason == _HAPPENING:
-        # "how quickly does a swallowed button battery cause damage?" describes no one in danger now
-        return decision if likely is None or likely >= DEMOTED_BELOW else _possible(decision, decision.category)
+    # The rules' certain kinds, unless the classifier reads the message as research: "how quickly does a swallowed
+    # button battery cause damage?" describes no one in danger now; "Do antidepressants raise the suicide risk?"
+    # in words the wish rule reads. Then the answer, with the crisis line first.
+    demoted_below = {_WISH: WISH_DEMOTED_BELOW, _HAPPENING: DEMOTED_BELOW}.get(decision.reason)
+    if decision.crisis and demoted_below is not None:
+        return decision if likely is None or likely >= demoted_below else _possible(decision, decision.category)
     unsure = decision
     if not decision.crisis and decision.reason != _RESEARCH_REASON and _DANGER_HINT.search(text) and not (
             follow_up and not _PERSON.search(text)):
