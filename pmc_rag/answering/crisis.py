@@ -237,7 +237,11 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, foll
     decision = check_crisis_by_rules(message)
     text = normalise(message)
     classifier = shipped_crisis_classifier()
-    likely = classifier.probability(text) if classifier is not None else None
+    layer = exemplars if exemplars is not None else exemplar_layer()
+    # the classifier reads the message's meaning too where the layer has the model it was trained with
+    meaning = layer.meaning(text) if layer is not None and classifier is not None and (
+        classifier.meaning_model == layer.model) else None
+    likely = classifier.probability(text, meaning) if classifier is not None else None
     # The rules' certain kinds, unless the classifier reads the message as research: "how quickly does a swallowed
     # button battery cause damage?" describes no one in danger now; "Do antidepressants raise the suicide risk?"
     # in words the wish rule reads. Then the answer, with the crisis line first.
@@ -247,7 +251,6 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, foll
     unsure = decision
     if not decision.crisis and decision.reason != _RESEARCH_REASON and _DANGER_HINT.search(text) and not (
             follow_up and not _PERSON.search(text)):
-        layer = exemplars if exemplars is not None else exemplar_layer()
         category = layer.nearest_crisis(message) if layer is not None else None
         if category is not None:
             unsure = CrisisDecision(True, category, decision.language, "close to crisis messages")
@@ -387,10 +390,12 @@ class ExemplarLayer:
     """
 
     def __init__(self, encode: "Callable[[list[str]], Any]", texts: list[str], labels: list[bool],
-                 categories: list[str], *, k: int = 5, threshold: float = 0.6, vectors: Any = None):
+                 categories: list[str], *, k: int = 5, threshold: float = 0.6, vectors: Any = None,
+                 model: str | None = None):
         import numpy as np
 
         self._encode = encode
+        self.model = model  # the embedding model `encode` runs, which the crisis classifier's meaning part needs
         self._vectors = np.asarray(encode(texts) if vectors is None else vectors, dtype="float32")
         self._crisis = np.asarray(labels, dtype=bool)
         self._categories = categories
@@ -415,7 +420,13 @@ class ExemplarLayer:
         texts = [r["text"] for r in rows]
         return cls(lambda messages: [embedder.run(text=m)["embedding"] for m in messages], texts,
                    [r["label"] == "crisis" for r in rows], [r["category"] for r in rows],
-                   vectors=embedded_once(model, texts, "crisis"), **settings)
+                   vectors=embedded_once(model, texts, "crisis"), model=model, **settings)
+
+    def meaning(self, text: str) -> Any:
+        """The text's normalised embedding."""
+        import numpy as np
+
+        return np.asarray(self._encode([text]), dtype="float32")[0]
 
     def nearest_crisis(self, message: str) -> str | None:
         import numpy as np

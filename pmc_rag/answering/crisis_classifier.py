@@ -1,10 +1,13 @@
 """How likely a message is a crisis, learned from labelled messages rather than written as rules.
 
 A linear classifier (tf-idf, logistic regression) over the message's words, word pairs and letter runs of two to
-five (which carry misspellings and other languages' words: "suicidarme", "voglio morire"), trained on the labelled
+five (which carry misspellings and other languages' words: "suicidarme", "voglio morire"), and, where the crisis
+check has the embedding model loaded, the message's sentence embedding beside them (its meaning, which carries
+wordings no labelled message used). Without the embedding the words alone decide, with their own weights. Trained on the labelled
 crisis messages less the held-aside sets, the even-numbered PubMedQA dev questions and the tuning half of the
 plain-language questions (patients' own questions, research however personal). `pmc-rag eval --crisis --train`
-writes `components/resources/crisis_classifier.json`. Reading it needs no model and no library.
+writes `components/resources/crisis_classifier.json`. Reading it needs no library; its meaning part needs the
+embedding model's vector of the message, which the caller passes.
 
 The crisis check (`pmc_rag.answering.crisis`) asks it where its rules are unsure: it confirms or demotes an
 uncertain rule, and it flags messages no rule catches as possible danger (an answer with a crisis line on top).
@@ -14,6 +17,7 @@ Usage:
 classifier = shipped_crisis_classifier()
 classifier.probability("i'm so tired of existing")                          # about 0.4
 classifier.probability("Does lithium prevent suicide in bipolar disorder?")  # about 0.0
+classifier.probability(text, meaning=vector)  # with the message's embedding (`classifier.meaning_model`'s)
 ```
 """
 
@@ -25,7 +29,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pmc_rag.paths import PROJECT_ROOT
 
@@ -53,13 +57,25 @@ class CrisisClassifier:
         self.idf: list[float] = data["idf"]
         self.weights: list[float] = data["coef"]
         self.intercept: float = data["intercept"]
+        with_meaning = data.get("with_meaning") or {}
+        #: The embedding model whose vectors the meaning part reads; None: the words alone decide.
+        self.meaning_model: str | None = with_meaning.get("model")
+        self._with_meaning = with_meaning
 
-    def probability(self, normalised: str) -> float:
-        """The probability that the (normalised) message is a crisis, 0-1."""
+    def probability(self, normalised: str, meaning: Sequence[float] | None = None) -> float:
+        """The probability that the (normalised) message is a crisis, 0-1.
+
+        :param meaning: The message's normalised embedding by `meaning_model`; None: the words alone decide."""
         counts = Counter(i for term in features(normalised) if (i := self.vocabulary.get(term)) is not None)
         values = {i: (1 + math.log(count)) * self.idf[i] for i, count in counts.items()}
         norm = math.sqrt(sum(v * v for v in values.values())) or 1.0
-        score = self.intercept + sum(self.weights[i] * v / norm for i, v in values.items())
+        if meaning is not None and self.meaning_model:
+            weights = self._with_meaning["coef_words"]
+            score = self._with_meaning["intercept"] + sum(
+                w * float(v) for w, v in zip(self._with_meaning["coef_meaning"], meaning, strict=True))
+        else:
+            weights, score = self.weights, self.intercept
+        score += sum(weights[i] * v / norm for i, v in values.items())
         return 1 / (1 + math.exp(-max(min(score, 50.0), -50.0)))
 
 
@@ -75,21 +91,36 @@ def _read(path: str) -> dict[str, Any]:
 
 
 def train_crisis_classifier(messages: list[str], crises: list[bool], path: str | Path = RESOURCE,
-                            c: float = 10.0, min_df: int = 2, about: str = "") -> Path:
+                            c: float = 10.0, min_df: int = 2, about: str = "", meanings: Any = None,
+                            meaning_model: str | None = None) -> Path:
     """Fit the classifier on normalised messages (scikit-learn, installed with Sentence Transformers) and write
-    its weights as JSON."""
+    its weights as JSON: the words alone, and, given `meanings` (the messages' normalised embeddings by
+    `meaning_model`, one row each), the words and the embedding together."""
+    from scipy.sparse import csr_matrix, hstack
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
     vectorizer = TfidfVectorizer(analyzer=features, min_df=min_df, sublinear_tf=True, norm="l2")
     matrix = vectorizer.fit_transform(messages)
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=3000).fit(matrix, crises)
+
+    def fit(x: Any) -> Any:
+        return LogisticRegression(C=c, class_weight="balanced", max_iter=3000).fit(x, crises)
+
+    model = fit(matrix)
+    with_meaning = None
+    if meanings is not None:
+        both = fit(hstack([matrix, csr_matrix(meanings)]).tocsr())
+        words = matrix.shape[1]
+        with_meaning = {"model": meaning_model, "coef_words": [round(float(v), 4) for v in both.coef_[0][:words]],
+                        "coef_meaning": [round(float(v), 4) for v in both.coef_[0][words:]],
+                        "intercept": round(float(both.intercept_[0]), 4)}
     vocabulary = {term: int(i) for term, i in sorted(vectorizer.vocabulary_.items(), key=lambda t: t[1])}
     data = {"about": "pmc_rag.answering.crisis_classifier: tf-idf of words, word pairs and letter runs of 2-5, "
                      "logistic regression; crisis (someone in danger now) against research and other messages",
             "trained_on": about or f"{len(messages)} messages",
             "vocabulary": vocabulary, "idf": [round(float(v), 4) for v in vectorizer.idf_],
-            "coef": [round(float(v), 4) for v in model.coef_[0]], "intercept": round(float(model.intercept_[0]), 4)}
+            "coef": [round(float(v), 4) for v in model.coef_[0]], "intercept": round(float(model.intercept_[0]), 4),
+            "with_meaning": with_meaning}
     path = Path(path)
     path.write_text(json.dumps(data, separators=(",", ":"), ensure_ascii=False), encoding="utf-8")
     _read.cache_clear()

@@ -176,6 +176,27 @@ def test_the_crisis_classifier_learns_and_reads_its_weights_without_a_library(tm
     assert classifier.probability(normalise("i want to die tonight")) > 0.5 > classifier.probability(
         normalise("does aspirin work for gout"))
     assert 0 < classifier.probability("") < 1
+    assert classifier.meaning_model is None      # trained on words alone: a vector given is not read
+    assert classifier.probability("i want to die", meaning=[1.0, 0.0]) == classifier.probability("i want to die")
+
+
+def test_the_crisis_classifier_reads_meaning_where_it_was_trained_with_it(tmp_path):
+    """Words that no crisis of training used ("i can't go on") are read by their meaning: here a two-number
+    stand-in for the embedding, on which every crisis points one way."""
+    from pmc_rag.answering.crisis_classifier import CrisisClassifier, train_crisis_classifier
+
+    texts = ["i want to die", "i want to end it", "i will kill myself", "does aspirin work", "is surgery effective",
+             "what causes gout"] * 3
+    crises = [True, True, True, False, False, False] * 3
+    meanings = [[1.0, 0.0] if crisis else [0.0, 1.0] for crisis in crises]
+    classifier = CrisisClassifier(train_crisis_classifier(texts, crises, path=tmp_path / "c.json", min_df=1,
+                                                          meanings=meanings, meaning_model="stand-in"))
+    assert classifier.meaning_model == "stand-in"
+    unseen = "i cant go on"
+    assert classifier.probability(unseen, meaning=[1.0, 0.0]) > 0.5 > classifier.probability(unseen, [0.0, 1.0])
+    assert classifier.probability(unseen) == CrisisClassifier(tmp_path / "c.json").probability(unseen)
+    with pytest.raises(ValueError):             # a vector of another model's size
+        classifier.probability(unseen, meaning=[1.0, 0.0, 0.0])
 
 @pytest.mark.parametrize("message", ["Why would this stream fail?", "my code crashed", "The server is down",
                                      "What is the capital of France?", "tell me more"])
@@ -246,8 +267,10 @@ def test_a_wish_the_classifier_reads_as_research_gets_the_crisis_line_with_the_a
     assert check_crisis(message).crisis                     # the shipped classifier agrees: the emergency reply
 
     class Sure:
+        meaning_model = None
+
         def __init__(self, probability):
-            self.probability = lambda text: probability
+            self.probability = lambda text, meaning=None: probability
 
     for probability, emergency in ((crisis.WISH_DEMOTED_BELOW, True), (crisis.WISH_DEMOTED_BELOW - 0.01, False)):
         monkeypatch.setattr(crisis, "shipped_crisis_classifier", lambda p=probability: Sure(p))
