@@ -440,7 +440,7 @@ class ExemplarLayer:
         return max(set(crisis_neighbours), key=crisis_neighbours.count)
 
 
-HELD_ASIDE_SETS = {"fresh_4", "fresh_5", "fresh_6"}
+HELD_ASIDE_SETS = {"fresh_4", "fresh_5", "fresh_6", "fresh_7"}
 _LAYER: list[ExemplarLayer | None] = []
 _LAYER_LOCK = threading.Lock()
 
