@@ -149,6 +149,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--crisis", action="store_true",
                           help="the crisis check on the labelled messages (evaluation/datasets/crisis_messages.json): "
                                "misses and false alarms per set; no database")
+    evaluate.add_argument("--left-out", action="store_true",
+                          help="with --crisis: also judge each tuning set by a classifier and exemplars trained "
+                               "without it (the tuning figure a new wording would see; about a minute more)")
     evaluate.add_argument("--plain", action="store_true",
                           help="the 211 plain-language questions (evaluation/datasets/plain_language_questions.json) "
                                "through --pipelines' first (default rag): the gold paper first, cited, its finding "

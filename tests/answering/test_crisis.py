@@ -284,3 +284,38 @@ def test_a_wish_the_classifier_reads_as_research_gets_the_crisis_line_with_the_a
         assert decision.crisis is emergency
         assert decision.possible is not emergency            # demoted: the crisis line above the answer
         assert decision.category == "suicide_self_harm"
+
+
+def test_left_out_is_given_with_the_crisis_check_or_refused(capsys):
+    from pmc_rag import cli
+
+    assert cli.main(["eval", "--left-out"]) != 0
+    assert "--left-out judges the crisis check's tuning sets: give it with --crisis" in capsys.readouterr().err
+
+
+def test_the_left_out_table_sums_each_classifier_over_the_sets():
+    from pmc_rag.evaluation.crisis import left_out_markdown
+
+    table = left_out_markdown({"dev | words": {"crisis none": 1, "crisis emergency": 9, "research line": 2},
+                               "kinds_8 | words": {"crisis line": 3, "research emergency": 4, "research none": 6}})
+    assert "| dev | words | 1 of 10 | 0 | 0 of 2 | 2 |" in table
+    assert "| kinds_8 | words | 0 of 3 | 3 | 4 of 10 | 0 |" in table
+    assert table.splitlines()[-1] == "| all | words | 1 of 13 | 3 | 4 of 12 | 2 |"
+
+
+@pytest.mark.integration  # trains 16 classifiers (about a minute on 2 cores)
+def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
+    """The honest tuning figures (2026-11-29, AMD EPYC family 25): with words and meaning, 4 of 334 crises missed
+    and 16 of 573 research or everyday messages given the emergency reply; the sealed sets take no part."""
+    from pmc_rag.evaluation.crisis import run_left_out
+
+    counts = run_left_out(ExemplarLayer.load())
+    assert not [key for key in counts if key.split(" | ")[0] in HELD_ASIDE_SETS]
+    meaning = {}
+    for key, tally in counts.items():
+        if key.endswith("| words + meaning"):
+            for name, value in tally.items():
+                meaning[name] = meaning.get(name, 0) + value
+    crises = sum(v for n, v in meaning.items() if n.startswith("crisis"))
+    assert crises == sum(m["label"] == "crisis" and m["set"] not in HELD_ASIDE_SETS for m in labelled_messages())
+    assert meaning.get("crisis none", 0) <= 4 and meaning.get("research emergency", 0) <= 16
