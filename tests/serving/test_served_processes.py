@@ -310,9 +310,12 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
     # Each must reach the model: a question the relevance gate refuses frees its slot at once, and the streamed
     # question below would then be served instead of refused. (The erlotinib paper says "rash" only in a table,
     # which is not indexed, so "Does erlotinib cause rash?" is refused in a few hundred milliseconds.)
-    questions = ["Does erlotinib prolong progression-free survival?",
-                 "Is erlotinib better than chemotherapy for EGFR-mutant NSCLC?",
-                 "Does smoking affect EGFR mutations?", "What is the response rate to erlotinib?"]
+    # Each is asked by no other test: the model server remembers replies (reply memo), and a remembered reply frees
+    # its slot at once, so the streamed question would be served instead of refused.
+    questions = ["Does erlotinib delay disease progression in EGFR-mutant lung cancer?",
+                 "Is erlotinib better than platinum chemotherapy as a first treatment?",
+                 "How does erlotinib compare with gefitinib?",
+                 "What were the side effects of erlotinib in the FIELT trial?"]
     with TestClient(build_app(load_serve_config(path)), base_url=LOCAL_BASE_URL) as client:
         assert client.post("/rag/run", json={"question": QUESTION}).status_code == 200  # now in the cache
         responses: list[Any] = []
@@ -323,12 +326,13 @@ def test_answers_queue_in_bounds_and_the_rest_get_503_with_retry_after(serve_con
         # Wait for the event, not for time: the two refusals come back at once, and then one question is being
         # answered and one waits (a loaded machine may take longer than a second to send all four).
         deadline = time.monotonic() + 120
-        while len(responses) < 2 and time.monotonic() < deadline:
+        while sum(r.status_code == 503 for r in responses) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        retrieval = client.post("/retrieve/run", json={"question": QUESTION})
-        cached = client.post("/rag/run", json={"question": QUESTION})
+        # at once, while the two admitted answers still hold their places
         stream_refused = client.post("/v1/chat/completions", json={
             "model": "rag", "stream": True, "messages": [{"role": "user", "content": "Is osimertinib better?"}]})
+        retrieval = client.post("/retrieve/run", json={"question": QUESTION})
+        cached = client.post("/rag/run", json={"question": QUESTION})
         for asker in askers:
             asker.join(timeout=300)
     assert retrieval.status_code == 200 and cached.status_code == 200 and cached.json()["result"]["cached"]
