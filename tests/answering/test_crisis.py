@@ -319,3 +319,25 @@ def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
     crises = sum(v for n, v in meaning.items() if n.startswith("crisis"))
     assert crises == sum(m["label"] == "crisis" and m["set"] not in HELD_ASIDE_SETS for m in labelled_messages())
     assert meaning.get("crisis none", 0) <= 4 and meaning.get("research emergency", 0) <= 16
+
+
+def test_the_classifier_reads_meaning_only_from_the_model_it_learned_with(monkeypatch):
+    """A layer running another embedding model (a user's own) gives the classifier no vector: its words decide."""
+    seen: list = []
+
+    class Recording:
+        meaning_model = "the model it learned with"
+
+        def probability(self, text, meaning=None):
+            seen.append(meaning)
+            return 0.0
+
+    monkeypatch.setattr(crisis, "shipped_crisis_classifier", lambda: Recording())
+    layer = ExemplarLayer(lambda texts: [[1.0, 0.0] for _ in texts], ["does aspirin work"], [False], ["research"],
+                          model="another model")
+    check_crisis("Does aspirin prevent stroke?", exemplars=layer)
+    assert seen and all(meaning is None for meaning in seen)
+    seen.clear()
+    layer.model = "the model it learned with"
+    check_crisis("Does aspirin prevent stroke?", exemplars=layer)
+    assert seen and all(list(meaning) == [1.0, 0.0] for meaning in seen)
