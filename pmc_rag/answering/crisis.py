@@ -396,6 +396,9 @@ class ExemplarLayer:
 
         self._encode = encode
         self.model = model  # the embedding model `encode` runs, which the crisis classifier's meaning part needs
+        # One question is checked up to four times on its way (fixed replies, the answer, its care notes): its
+        # vector is computed once. Thread-safe, and a copy per layer.
+        self.meaning = lru_cache(maxsize=64)(self._meaning)
         self._vectors = np.asarray(encode(texts) if vectors is None else vectors, dtype="float32")
         self._crisis = np.asarray(labels, dtype=bool)
         self._categories = categories
@@ -422,8 +425,8 @@ class ExemplarLayer:
                    [r["label"] == "crisis" for r in rows], [r["category"] for r in rows],
                    vectors=embedded_once(model, texts, "crisis"), model=model, **settings)
 
-    def meaning(self, text: str) -> Any:
-        """The text's normalised embedding."""
+    def _meaning(self, text: str) -> Any:
+        """The text's normalised embedding (read through `meaning`, which remembers recent texts')."""
         import numpy as np
 
         return np.asarray(self._encode([text]), dtype="float32")[0]

@@ -3,9 +3,9 @@
 A linear classifier (tf-idf, logistic regression) over the message's words, word pairs and letter runs of two to
 five (which carry misspellings and other languages' words: "suicidarme", "voglio morire"), and, where the crisis
 check has the embedding model loaded, the message's sentence embedding beside them (its meaning, which carries
-wordings no labelled message used). Without the embedding the words alone decide, with their own weights. Trained on the labelled
-crisis messages less the held-aside sets, the even-numbered PubMedQA dev questions and the tuning half of the
-plain-language questions (patients' own questions, research however personal). `pmc-rag eval --crisis --train`
+wordings no labelled message used). Without the embedding the words alone decide, with their own weights.
+Trained on the labelled crisis messages less the held-aside sets, the even-numbered PubMedQA dev questions and the
+tuning half of the plain-language questions (patients' own questions, research however personal). `pmc-rag eval --crisis --train`
 writes `components/resources/crisis_classifier.json`. Reading it needs no library; its meaning part needs the
 embedding model's vector of the message, which the caller passes.
 

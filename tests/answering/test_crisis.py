@@ -341,3 +341,15 @@ def test_the_classifier_reads_meaning_only_from_the_model_it_learned_with(monkey
     layer.model = "the model it learned with"
     check_crisis("Does aspirin prevent stroke?", exemplars=layer)
     assert seen and all(list(meaning) == [1.0, 0.0] for meaning in seen)
+
+
+def test_a_message_checked_again_is_embedded_once():
+    """A question is checked up to four times on its way (fixed replies, the answer, its care notes)."""
+    calls: list = []
+    layer = ExemplarLayer(lambda texts: calls.append(list(texts)) or [[1.0, 0.0] for _ in texts],
+                          ["does aspirin work"], [False], ["research"], model="m")
+    calls.clear()
+    first = layer.meaning("does aspirin prevent stroke?")
+    assert list(layer.meaning("does aspirin prevent stroke?")) == list(first) and len(calls) == 1
+    layer.meaning("another question")
+    assert len(calls) == 2
