@@ -122,9 +122,9 @@ def run_left_out(layer: ExemplarLayer) -> dict[str, dict[str, int]]:
         {"text": q["question"], "label": "research", "set": "plain_tuning", "category": None}
         for q in load_plain() if q["set"] == "plain_tuning"]
     always = research_exemplars()
-    meanings = {}
-    for row in rows + always:
-        meanings[normalise(row["text"])] = layer.meaning(normalise(row["text"]))
+    # each text embedded once, not once per fold: normalised as the classifier reads it, as typed for the exemplars
+    meanings = {text: layer.meaning(text) for row in rows + always
+                for text in (normalise(row["text"]), row["text"])}
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     shipped = crisis.shipped_crisis_classifier
     try:
@@ -132,9 +132,10 @@ def run_left_out(layer: ExemplarLayer) -> dict[str, dict[str, int]]:
             kept = [r for r in rows if r["set"] != left_out] + always
             texts = [normalise(r["text"]) for r in kept]
             exemplars = [r for r in kept if r.get("set") != "plain_tuning"]
-            fold_layer = ExemplarLayer(layer._encode, [r["text"] for r in exemplars],
+            fold_layer = ExemplarLayer(layer.meaning_of_each, [r["text"] for r in exemplars],
                                        [r["label"] == "crisis" for r in exemplars],
-                                       [r.get("category") for r in exemplars], model=layer.model)
+                                       [r.get("category") for r in exemplars], model=layer.model,
+                                       vectors=np.vstack([meanings[r["text"]] for r in exemplars]))
             for kind, with_meaning in (("words", False), ("words + meaning", True)):
                 path = train_crisis_classifier(
                     texts, [r["label"] == "crisis" for r in kept], path=Path(tempfile.mkdtemp()) / "c.json",

@@ -425,6 +425,10 @@ class ExemplarLayer:
                    [r["label"] == "crisis" for r in rows], [r["category"] for r in rows],
                    vectors=embedded_once(model, texts, "crisis"), model=model, **settings)
 
+    def meaning_of_each(self, texts: list[str]) -> list[Any]:
+        """`meaning` of each text: an `encode` for another layer with this one's model."""
+        return [self.meaning(text) for text in texts]
+
     def _meaning(self, text: str) -> Any:
         """The text's normalised embedding (read through `meaning`, which remembers recent texts')."""
         import numpy as np
