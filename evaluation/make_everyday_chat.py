@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                 if len(key) < 2 or key in seen:
                     continue
                 seen.add(key)
-                messages.append({"text": text, "label": "other", "set": name,
+                messages.append({"text": text, "label": "other", "category": "everyday", "set": name,
                                  "language": LANGUAGE_CODES[path.parent.name],
                                  "source": f"{path.parent.name}/{path.name}"})
     about = (__doc__ or "").split("\n\n    pip")[0].split("\n\n", 1)[1].replace("\n", " ")
