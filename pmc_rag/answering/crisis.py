@@ -425,6 +425,11 @@ class ExemplarLayer:
                    [r["label"] == "crisis" for r in rows], [r["category"] for r in rows],
                    vectors=embedded_once(model, texts, "crisis"), model=model, **settings)
 
+    @property
+    def size(self) -> int:
+        """How many labelled messages the layer compares a message with."""
+        return len(self._crisis)
+
     def meaning_of_each(self, texts: list[str]) -> list[Any]:
         """`meaning` of each text: an `encode` for another layer with this one's model."""
         return [self.meaning(text) for text in texts]
@@ -447,14 +452,17 @@ class ExemplarLayer:
         return max(set(crisis_neighbours), key=crisis_neighbours.count)
 
 
-HELD_ASIDE_SETS = {"fresh_4", "fresh_5", "fresh_6", "fresh_7"}
+HELD_ASIDE_SETS = {"fresh_4", "fresh_5", "fresh_6", "fresh_7", "chat_held_aside"}
 _LAYER: list[ExemplarLayer | None] = []
 _LAYER_LOCK = threading.Lock()
 
 
 def labelled_messages() -> list[dict[str, Any]]:
-    path = resources.files("pmc_rag.evaluation") / "datasets" / "crisis_messages.json"
-    return json.loads(path.read_text(encoding="utf-8"))["messages"]
+    """The messages written for the check (crisis_messages.json) and everyday messages written by others
+    (everyday_chat.json, none of them a crisis)."""
+    datasets = resources.files("pmc_rag.evaluation") / "datasets"
+    return [message for name in ("crisis_messages.json", "everyday_chat.json")
+            for message in json.loads((datasets / name).read_text(encoding="utf-8"))["messages"]]
 
 
 def research_exemplars() -> list[dict[str, Any]]:

@@ -130,6 +130,19 @@ def test_the_held_aside_messages_are_never_exemplars(monkeypatch):
     assert held_aside and seen and not held_aside & set(seen)
 
 
+def test_everyday_chat_written_by_others_is_an_exemplar_not_the_classifiers_lesson():
+    from pmc_rag.evaluation.crisis import training_messages
+
+    chat = [m for m in labelled_messages() if m["set"].startswith("chat_")]
+    assert len(chat) == 2086 and {m["label"] for m in chat} == {"other"}
+    learned = set(training_messages()[0])
+    tuning = [m for m in chat if m["set"] != "chat_held_aside"]
+    own = {normalise(m["text"]) for m in labelled_messages() if not m["set"].startswith("chat_")}
+    only_chat = {normalise(m["text"]) for m in tuning} - own      # "hello" is in both
+    assert len(only_chat) > 1000 and not only_chat & learned
+    assert "chat_held_aside" in HELD_ASIDE_SETS and not {m["set"] for m in tuning} & HELD_ASIDE_SETS
+
+
 def test_without_its_model_the_check_still_decides_by_the_rules_and_says_so_once(monkeypatch, caplog):
     monkeypatch.setattr(crisis, "_LAYER", [])
     monkeypatch.setattr(ExemplarLayer, "load", classmethod(lambda cls: (_ for _ in ()).throw(OSError("no model"))))
@@ -148,7 +161,9 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     crisis line above an answer rather than the emergency reply; no false emergency reply): lower is the goal, and
     its misses are not printed here, so that no one fixes them one by one. `fresh_7` (everyday messages and casual
     crises, sealed 2026-11-29) is held to what it measured once after the classifier learned everyday messages
-    (kinds_8): 1 of 20 crises missed, 5 of 58 everyday messages given the emergency reply, 17 the crisis line."""
+    (kinds_8): 1 of 20 crises missed, 5 of 58 everyday messages given the emergency reply, 17 the crisis line.
+    `chat_held_aside` (770 everyday chat messages written by others, sealed 2026-11-29) is held to what it measured
+    once the other chat messages became exemplars: 3 given the emergency reply (9 before), 160 the crisis line."""
     from pmc_rag.evaluation.crisis import run_crisis
 
     report = run_crisis(progress=False)
@@ -160,6 +175,9 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     assert everyday["crises"] == 20 and everyday.get("misses", 0) <= 1
     assert everyday.get("false_alarms", 0) <= 5 and everyday.get("crisis_lines", 0) <= 17   # of 58
     assert not [w for w in report["wrong"] if w["set"] == "fresh_7"]
+    chat = report["counts"]["chat_held_aside"]["rules + exemplars + classifier"]
+    assert chat["not_crises"] == 770 and chat.get("false_alarms", 0) <= 3 and chat.get("crisis_lines", 0) <= 160
+    assert not [w for w in report["wrong"] if w["set"] == "chat_held_aside"]
     sealed = report["counts"]["fresh_5"]["rules + exemplars + classifier"]
     assert sealed["crises"] == 42 and sealed.get("misses", 0) <= 2 and sealed.get("false_alarms", 0) == 0
     assert sealed.get("crisis_lines", 0) <= 3   # research questions given the crisis line, of 28
@@ -303,10 +321,11 @@ def test_the_left_out_table_sums_each_classifier_over_the_sets():
     assert table.splitlines()[-1] == "| all | words | 1 of 13 | 3 | 4 of 12 | 2 |"
 
 
-@pytest.mark.integration  # trains 16 classifiers (about a minute on 2 cores)
+@pytest.mark.integration  # trains 22 classifiers (about a minute on 2 cores)
 def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
     """The honest tuning figures (2026-11-29, AMD EPYC family 25): with words and meaning, 4 of 334 crises missed
-    and 16 of 573 research or everyday messages given the emergency reply; the sealed sets take no part."""
+    and 12 of 1,889 research or everyday messages given the emergency reply (9 of the 573 that are not chat written
+    by others: 16 before the chat became exemplars); the sealed sets take no part."""
     from pmc_rag.evaluation.crisis import run_left_out
 
     counts = run_left_out(ExemplarLayer.load())
@@ -318,7 +337,7 @@ def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
                 meaning[name] = meaning.get(name, 0) + value
     crises = sum(v for n, v in meaning.items() if n.startswith("crisis"))
     assert crises == sum(m["label"] == "crisis" and m["set"] not in HELD_ASIDE_SETS for m in labelled_messages())
-    assert meaning.get("crisis none", 0) <= 4 and meaning.get("research emergency", 0) <= 16
+    assert meaning.get("crisis none", 0) <= 4 and meaning.get("research emergency", 0) <= 12
 
 
 def test_the_classifier_reads_meaning_only_from_the_model_it_learned_with(monkeypatch):

@@ -131,6 +131,9 @@ def test_setup_prepares_models_and_leaves_a_filled_index_alone(pg_conn_str, tmp_
     weights = rag_llm_spec().weights
     assert weights != "packaged" and f"Its weights re-encoded as {weights}" in empty.stdout
     assert (tmp_path / f"home/models/qwen2.5-coder-0.5b-instruct-q4_k_m.as-{weights}.gguf").is_file()
+    # The crisis check's exemplars are embedded here, once, not in the first question's wait.
+    assert re.search(r"Crisis check ready: \d{4} exemplars", empty.stdout), empty.stdout
+    assert list((tmp_path / "home/models/crisis").glob("exemplars-*.npy"))
     status = pmc_rag("status", "--pipeline", str(yaml_path), "--answer-pipeline", str(rag), env=env)
     assert re.search(rf"weights: {weights} \(\S+\.as-{weights}\.gguf\), generating with \d+ threads", status.stdout), \
         status.stdout
