@@ -378,8 +378,8 @@ class ExemplarLayer:
     Calls a message a crisis when most of its nearest labelled messages are crises (similarity-weighted share of
     the `k` nearest at least `threshold`), and gives the category most of those crises share.
 
-    The exemplars are the labelled set `evaluation/datasets/crisis_messages.json` less its held-aside set
-    (`fresh_4`), and every other PubMedQA dev question as research. k=5 and threshold=0.6 were chosen by
+    The exemplars are `labelled_messages()` (ours and everyday chat by others) less `HELD_ASIDE_SETS`, and every
+    other PubMedQA dev question as research. k=5 and threshold=0.6 were chosen by
     leave-one-out on the labelled exemplars alone.
 
     Usage:
