@@ -24,7 +24,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.citations import content_stems, content_words
 from pmc_rag.components.claim_signals import without_verdict
-from pmc_rag.components.relevance_gate import is_subject_word
+from pmc_rag.components.subject_words import is_subject_word
 from pmc_rag.components.word_meaning import WordMeaning, names, text_words
 
 RELATED_ONLY = "None of the papers found tests this question directly; their closest findings are related, not an answer:"

@@ -16,26 +16,7 @@ from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import is_readable_evidence
 from pmc_rag.components.word_meaning import WordMeaning, names, text_words
 from pmc_rag.components.follow_up_query import follow_up_query
-
-# Words that ask for something ("Summarise the evidence on tuberculosis", "Give me an overview of ...", "Tell me
-# about ...", "Contrast robotic with laparoscopic surgery", "Ketamine versus morphine: which is better?") are rare
-# in papers but are not what the question is about: they never count as its specific words.
-_REQUEST_WORD = re.compile(r"^(?:summar(?:y|ies|i[sz]e[ds]?|i[sz]ing)|overview|outline|briefly|tl;?dr|explain|"
-                           r"describe|give|tell|list|please|compar(?:e[sd]?|ing|isons?)|contrast(?:s|ed|ing)?|"
-                           r"versus|vs|better|worse)$", re.IGNORECASE)
-# Words that join a question's subjects or judge them ("Is hypoxia associated with infection control?", "Does
-# context matter ...?", "Are current guidelines sufficient?", "What happens to thyroxine in fish fed PBDE-47?"):
-# they name no subject, so they are never specific words, and they end a phrase.
-_FRAME_WORD = re.compile(r"^(?:associated?|association|affect(?:s|ed|ing)?|effects?|influenc(?:e[sd]?|ing)|"
-                         r"impacts?|improv(?:e[sd]?|ing)|reduc(?:e[sd]?|ing)|increas(?:e[sd]?|ing)|"
-                         r"decreas(?:e[sd]?|ing)|lower(?:s|ed|ing)?|rais(?:e[sd]?|ing)|predict(?:s|ed|ing|ive|able)?|"
-                         r"related?|relationship|linked|causes?|caused|leads?|correlated?|prevents?|prevented|"
-                         r"helps?|change[sd]?|differ(?:s|ent)?|depends?|needs?|necessary|useful|safe|effective|"
-                         r"efficacious|benefits?|role|value|matters?|sufficient|mandatory|justified|worth(?:while)?|"
-                         r"feasible|possible|reliable|accurate|adequate|appropriate|provides?|option|"
-                         r"happen(?:s|ed|ing)?)$",
-                         re.IGNORECASE)
-
+from pmc_rag.components.subject_words import FRAME_WORD, REQUEST_WORD, is_subject_word, names_phrase, phrase_around
 
 @component
 class RelevanceGate:
@@ -306,7 +287,7 @@ class RelevanceGate:
         exempt = bool(covering) or (route is not None and self.words_apart_routes is not None
                                     and route not in self.words_apart_routes)
         apart = [] if exempt else self._named_apart(word_shares, kept, asked, question)
-        weights = [self._meaning.weight(question, _phrase_around(question, w)) if self._meaning and question else 1.0
+        weights = [self._meaning.weight(question, phrase_around(question, w)) if self._meaning and question else 1.0
                    for w in absent]
         signals = {"best": best, "unknown": float(bool(unknown)), "absent": float(bool(absent)),
                    "absent_weight": max(weights, default=0.0),
@@ -354,7 +335,7 @@ class RelevanceGate:
         """The question's specific words: in at most `specific_word_max_share` of the chunks, not a follow-up's
         topic question's, and not a word of the request itself."""
         return [w for w, share in word_shares.items() if share <= self.specific_word_max_share
-                and w.lower() not in asked and not _REQUEST_WORD.match(w) and not _FRAME_WORD.match(w)]
+                and w.lower() not in asked and not REQUEST_WORD.match(w) and not FRAME_WORD.match(w)]
 
     def _named_apart(self, word_shares: dict[str, float], excerpts: list[Document], asked: set[str],
                      question: str | None) -> list[str]:
@@ -377,7 +358,7 @@ class RelevanceGate:
             words = text_words(" ".join(parts)) if self._meaning is not None else set()
             unnamed = [w for w in specific if not names(w, set(stems), words, self._meaning)]
             if not self._carried(question, unnamed, chunks) and all(
-                    _names_phrase(stems, phrase) for phrase in phrase_stems):
+                    names_phrase(stems, phrase) for phrase in phrase_stems):
                 return []
         return specific + phrases
 
@@ -392,8 +373,8 @@ class RelevanceGate:
             # a word the search did not count (a rewritten or expanded search) is not known to be common
             common = bool(content_words(token)) and all(
                 shares.get(p, 0.0) > self.specific_word_max_share for p in parts if content_words(p))
-            if common and token.lower() not in asked and not _REQUEST_WORD.match(token) \
-                    and not _FRAME_WORD.match(token):
+            if common and token.lower() not in asked and not REQUEST_WORD.match(token) \
+                    and not FRAME_WORD.match(token):
                 run.append(token)
                 continue
             if len(run) >= 2 and len(content_stems(" ".join(run))) >= 2:
@@ -419,7 +400,7 @@ class RelevanceGate:
             return words
         sentences = [s for chunk in excerpts if is_readable_evidence(chunk)
                      for s in split_sentences(" ".join((chunk.content or "").split())) if len(s.split()) >= 4]
-        return [w for w in words if self._meaning.carried(question, _phrase_around(question, w), sentences)
+        return [w for w in words if self._meaning.carried(question, phrase_around(question, w), sentences)
                 < self.min_meaning_carried]
 
     def _light_words(self, question: str, word_shares: dict[str, float], unknown_words: list[str]) -> set[str]:
@@ -429,7 +410,7 @@ class RelevanceGate:
             w for w, share in word_shares.items() if share <= self.specific_word_max_share}
         assert self._meaning is not None
         return {w.lower() for w in judged
-                if self._meaning.weight(question, _phrase_around(question, w)) < self.min_word_weight}
+                if self._meaning.weight(question, phrase_around(question, w)) < self.min_word_weight}
 
 
 class Measured(NamedTuple):
@@ -445,45 +426,6 @@ def _resource(name: str) -> Path:
     """A classifier file: a path, or a name in `components/resources/`."""
     path = Path(name)
     return path if path.is_absolute() or path.exists() else CLASSIFIER_RESOURCE.parent / name
-
-
-def is_subject_word(token: str) -> bool:
-    """A word that can name a question's subject: it has content, and it neither asks ("summarise") nor joins or
-    judges subjects ("associated", "affect")."""
-    return bool(content_words(token)) and not _REQUEST_WORD.match(token) and not _FRAME_WORD.match(token)
-
-
-def _phrase_around(question: str, word: str) -> str:
-    """The run of the question's subject words around `word` ("proton pump inhibitors" around "pump"): a subject
-    named by several words shares its meaning out among them, so each is weighed with the others."""
-    tokens = re.findall(r"[\w-]+|[^\w\s]", question)
-    lowered = [t.lower() for t in tokens]
-    if word.lower() not in lowered:
-        return word
-    start = end = lowered.index(word.lower())
-
-    while start > 0 and is_subject_word(tokens[start - 1]):
-        start -= 1
-    while end + 1 < len(tokens) and is_subject_word(tokens[end + 1]):
-        end += 1
-    return " ".join(tokens[start:end + 1])
-
-
-def _names_phrase(text: list[str], phrase: list[str]) -> bool:
-    """Whether the text's stems hold the phrase's in its order, with at most one other word between two of them
-    ("quality of weekend care" names "quality care")."""
-    for start, stem in enumerate(text):
-        if stem != phrase[0]:
-            continue
-        position = start
-        for wanted in phrase[1:]:
-            following = text[position + 1:position + 3]
-            if wanted not in following:
-                break
-            position += 1 + following.index(wanted)
-        else:
-            return True
-    return False
 
 
 def _cosine(a: list[float] | None, b: list[float] | None) -> float | None:

@@ -17,8 +17,10 @@ import subprocess
 
 from pmc_rag.paths import PROJECT_ROOT
 
+# components/subject_words.py holds the relevance gate's word patterns since 2026-11-29 (moved, not new): counted
+# with the gate's, and read as empty at a commit that lacks it.
 MODULES = ("components/claim_signals.py", "components/question_router.py", "components/relevance_gate.py",
-           "pmc_rag/answering/crisis.py")
+           "components/subject_words.py", "pmc_rag/answering/crisis.py")
 _RE_FUNCTIONS = {"compile", "search", "match", "fullmatch", "sub", "subn", "findall", "finditer", "split"}
 
 
@@ -47,8 +49,8 @@ def pattern_lines(source: str) -> dict[str, int]:
 def read(path: str, at: str | None) -> str:
     if at is None:
         return (PROJECT_ROOT / path).read_text(encoding="utf-8")
-    return subprocess.run(["git", "show", f"{at}:{path}"], cwd=PROJECT_ROOT, check=True, capture_output=True,
-                          text=True).stdout
+    shown = subprocess.run(["git", "show", f"{at}:{path}"], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else ""
 
 
 def table(at: str | None = None) -> str:
@@ -59,7 +61,7 @@ def table(at: str | None = None) -> str:
         total = {k: total[k] + counts[k] for k in total}
         rows.append(f"| `{path}` | {counts['lines']} | {counts['regex_lines']} | {counts['word_list_lines']} | "
                     f"{counts['expressions']} |")
-    rows.append(f"| all four | {total['lines']} | {total['regex_lines']} | {total['word_list_lines']} | "
+    rows.append(f"| all | {total['lines']} | {total['regex_lines']} | {total['word_list_lines']} | "
                 f"{total['expressions']} |")
     return "\n".join(rows)
 

@@ -334,7 +334,7 @@ def test_a_passage_that_says_a_word_its_own_way_names_it_and_one_about_the_rest_
 
 
 def test_a_subject_of_several_words_is_weighed_whole():
-    from pmc_rag.components.relevance_gate import _phrase_around
+    from pmc_rag.components.subject_words import phrase_around as _phrase_around
     from pmc_rag.components.word_meaning import WordMeaning
     from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
 
