@@ -115,7 +115,7 @@ def _setup(args: argparse.Namespace) -> int:
 
 
 def _prepare_crisis_check() -> None:
-    """Embeds the crisis check's exemplars once, here, rather than in the first question's wait (16 s for 2,367 on
+    """Embeds the crisis check's exemplars once, here, rather than in the first question's wait (6 s for 2,367 on
     2 cores, 2026-11-29); saved in the models folder, read back in 2 s after that."""
     import time
 
