@@ -17,10 +17,11 @@ import subprocess
 
 from pmc_rag.paths import PROJECT_ROOT
 
-# components/subject_words.py holds the relevance gate's word patterns since 2026-11-29 (moved, not new): counted
-# with the gate's, and read as empty at a commit that lacks it.
+# Code moved out of the four modules on 2026-11-29 is counted with them (components/subject_words.py, the relevance
+# gate's word patterns; pmc_rag/answering/crisis_exemplars.py, the crisis check's second layer); a module a commit
+# lacks reads as empty.
 MODULES = ("components/claim_signals.py", "components/question_router.py", "components/relevance_gate.py",
-           "components/subject_words.py", "pmc_rag/answering/crisis.py")
+           "components/subject_words.py", "pmc_rag/answering/crisis.py", "pmc_rag/answering/crisis_exemplars.py")
 _RE_FUNCTIONS = {"compile", "search", "match", "fullmatch", "sub", "subn", "findall", "finditer", "split"}
 
 
