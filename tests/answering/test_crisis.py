@@ -175,6 +175,12 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     assert everyday["crises"] == 20 and everyday.get("misses", 0) <= 1
     assert everyday.get("false_alarms", 0) <= 5 and everyday.get("crisis_lines", 0) <= 17   # of 58
     assert not [w for w in report["wrong"] if w["set"] == "fresh_7"]
+    # fresh_8 (sealed 2026-11-29, forum-length stories), counted once: no crisis missed, 3 given only the line;
+    # 4 of its 30 research or everyday messages given the emergency reply, 9 the crisis line.
+    forum = report["counts"]["fresh_8"]["rules + exemplars + classifier"]
+    assert forum["crises"] == 30 and forum.get("possible_only", 0) <= 3
+    assert forum.get("false_alarms", 0) <= 4 and forum.get("crisis_lines", 0) <= 9
+    assert not [w for w in report["wrong"] if w["set"] == "fresh_8"]
     chat = report["counts"]["chat_held_aside"]["rules + exemplars + classifier"]
     assert chat["not_crises"] == 770 and chat.get("false_alarms", 0) <= 3 and chat.get("crisis_lines", 0) <= 160
     assert not [w for w in report["wrong"] if w["set"] == "chat_held_aside"]
