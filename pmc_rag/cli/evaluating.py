@@ -65,7 +65,8 @@ def _eval(args: argparse.Namespace) -> int:
     logging.getLogger("pmc_rag.components.remembering_fallback_chat_generator").setLevel(logging.ERROR)
     if args.crisis:
         from pmc_rag.answering.crisis import ExemplarLayer
-        from pmc_rag.evaluation.crisis import crisis_markdown, left_out_markdown, run_crisis, run_left_out
+        from pmc_rag.evaluation.crisis import (beside_markdown, crisis_markdown, left_out_markdown, run_crisis,
+                                               run_left_out)
 
         layer = ExemplarLayer.load()
         report = run_crisis(progress=not args.no_progress, exemplars=layer)
@@ -73,7 +74,8 @@ def _eval(args: argparse.Namespace) -> int:
         if args.left_out:
             report["left_out"] = run_left_out(layer)
             table += "\n\nEach tuning set judged by a classifier and exemplars trained without it:\n\n" + \
-                left_out_markdown(report["left_out"])
+                left_out_markdown(report["left_out"]) + "\n\nTuning beside held aside:\n\n" + \
+                beside_markdown(report, report["left_out"])
         return _write_side_report(args, "crisis", report, table)
     if args.plain:
         from pmc_rag.evaluation.plain_questions import run, table

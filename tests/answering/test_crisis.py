@@ -327,6 +327,22 @@ def test_the_left_out_table_sums_each_classifier_over_the_sets():
     assert table.splitlines()[-1] == "| all | words | 1 of 13 | 3 | 4 of 12 | 2 |"
 
 
+def test_tuning_beside_held_aside_takes_left_out_tuning_and_shipped_held_aside_figures():
+    from pmc_rag.evaluation.crisis import beside_markdown
+
+    report = {"held_aside_sets": ["fresh_8"], "counts": {
+        "fresh_8": {"rules + exemplars + classifier": {"crises": 30, "misses": 1, "not_crises": 30,
+                                                        "false_alarms": 4, "crisis_lines": 9, "possible_only": 3}},
+        "pubmedqa_dev_odd": {"rules + exemplars + classifier": {"not_crises": 250, "crisis_lines": 1}},
+        "dev": {"rules + exemplars + classifier": {"crises": 102, "misses": 50}}}}   # in-sample: not shown
+    left_out = {"dev | words + meaning": {"crisis none": 2, "crisis emergency": 98, "research line": 5,
+                                          "research none": 95},
+                "dev | words": {"crisis none": 40, "crisis emergency": 60}}           # the other kind: not shown
+    table = beside_markdown(report, left_out)
+    assert "| crises missed | 2 of 100 (2.0%) | 1 of 30 (3.3%) |" in table
+    assert "| others given the crisis line | 5 of 100 (5.0%) | 10 of 280 (3.6%) |" in table
+
+
 @pytest.mark.integration  # trains 22 classifiers (about a minute on 2 cores)
 def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
     """The honest tuning figures (2026-11-29, AMD EPYC family 25): with words and meaning, 4 of 334 crises missed
