@@ -152,6 +152,10 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--left-out", action="store_true",
                           help="with --crisis: also judge each tuning set by a classifier and exemplars trained "
                                "without it (the tuning figure a new wording would see; about a minute more)")
+    evaluate.add_argument("--directions", action="store_true",
+                          help="whether a quoted finding's direction (supports / does not support) could be shown: "
+                               "the negation floor and the classifier on PubMedQA conclusions, tuning beside held "
+                               "aside; no database")
     evaluate.add_argument("--plain", action="store_true",
                           help="the 211 plain-language questions (evaluation/datasets/plain_language_questions.json) "
                                "through --pipelines' first (default rag): the gold paper first, cited, its finding "

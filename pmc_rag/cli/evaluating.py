@@ -77,6 +77,11 @@ def _eval(args: argparse.Namespace) -> int:
                 left_out_markdown(report["left_out"]) + "\n\nTuning beside held aside:\n\n" + \
                 beside_markdown(report, report["left_out"])
         return _write_side_report(args, "crisis", report, table)
+    if args.directions:
+        from pmc_rag.evaluation import directions
+
+        report = directions.run()
+        return _write_side_report(args, "directions", report, directions.markdown(report))
     if args.plain:
         from pmc_rag.evaluation.plain_questions import run, table
 

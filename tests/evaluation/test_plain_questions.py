@@ -56,3 +56,12 @@ def test_directions_are_judged_against_the_gold_verdict_and_shown_only_above_the
     # classes maybe/no/yes: shown are the 0.85 "yes" and the 0.9 "yes" (the 0.7 is "maybe", never a direction)
     assert shown_precision(probabilities, ["maybe", "no", "yes"], ["yes", "maybe", "no", "no"], 0.8) == (2, 0.5)
     assert shown_precision(probabilities, ["maybe", "no", "yes"], ["yes"] * 4, 0.95)[0] == 0
+
+
+def test_pmc_rag_eval_directions_prints_tuning_beside_held_aside(tmp_path, capsys):
+    from pmc_rag import cli
+
+    assert cli.main(["eval", "--directions", "--out", str(tmp_path)]) == 0
+    table = (tmp_path / "table.md").read_text(encoding="utf-8")
+    assert "| held aside | negation floor |" in table and "| tuning (5-fold) | classifier, shown from 0.9 |" in table
+    assert "Threshold reaching 95% precision on the tuning half:" in table
