@@ -28,7 +28,8 @@ def not_answered(question: str, closest: list[Document], why: str | None, model_
                  related: list[Claim] | None = None, by_id: dict[str, list[Document]] | None = None
                  ) -> Answer:
     """The answer object for a question the papers do not answer: flag `not_answered`, the closest
-    papers in `not_answering`, and a note saying why, whether a model was asked, and which papers came closest.
+    papers in `not_answering`, and notes saying why (first), whether a model was asked, and which papers came
+    closest.
 
     With `related` (claims quoted from the closest papers' excerpts, `by_id`: each paper's excerpts by citation
     id), their findings follow the reply, cited, under "The closest findings, which may not answer it:", and the
@@ -39,15 +40,18 @@ def not_answered(question: str, closest: list[Document], why: str | None, model_
               for d in closest]
     sentences, citations, numbers = numbered(related, by_id or {}) if related else ([], [], {})
     listed = "; ".join(f"{p['source_id']} ({p['title'] or 'untitled abstract'})" for p in papers)
-    note = (why or "No indexed passage is close enough to the question to answer it.") + (
-        (" No model was asked: the findings shown are the closest papers' own sentences, quoted, which speak of "
-         "the question's subjects but may not answer it.") if sentences else
-        " Nothing is cited." if model_asked else " No model was asked, and nothing is cited.") + (
-        f" The closest papers{'' if sentences else ', which do not answer it'}: {listed}." if papers else "")
+    # One note each, the reason first: the reader sees it as the answer's one line of caveat; whether a model was
+    # asked and which papers came closest (listed under the answer too) go to --explain, the JSON and the details.
+    notes = [why or "No indexed passage is close enough to the question to answer it.",
+             "No model was asked: the findings shown are the closest papers' own sentences, quoted, which speak of "
+             "the question's subjects but may not answer it." if sentences else
+             "Nothing is cited." if model_asked else "No model was asked, and nothing is cited."]
+    if papers:
+        notes.append(f"The closest papers{'' if sentences else ', which do not answer it'}: {listed}.")
     return Answer(question=question, answer=" ".join([NOT_ANSWERED, RELATED, *sentences]) if sentences
                   else NOT_ANSWERED, not_answering=papers, citations=citations,
                   references=[reference(number, source_id, by_id[source_id][0], citations, by_id[source_id])
                               for source_id, number in numbers.items()] if by_id else [],
                   flags={"not_answered": True, "extractive_fallback": False, "weak_support": False,
                          **({"related_findings": True} if sentences else {})},
-                  notes=[note])
+                  notes=notes)

@@ -63,7 +63,7 @@ def run_relevance(pipelines: list[str | Path], path: str | Path, answerable: lis
                             # refused, the closest papers' findings quoted after the reply, labelled as related
                             "related": bool(answer.flags.get("related_findings")),
                             "best_similarity": round(max(scores), 4) if scores else None,
-                            "why": answer.notes[0] if answer.flags.get("not_answered") else None})
+                            "why": " ".join(answer.notes) if answer.flags.get("not_answered") else None})
         report["pipelines"][Path(str(target)).stem] = {"summary": summarise_relevance(records), "records": records}
     return report
 

@@ -68,7 +68,7 @@ def test_a_question_turned_away_shows_the_close_papers_findings_labelled_as_rela
                              "incidence of phlebitis [1].")
     assert [(c.number, c.source_id, c.chunk_id) for c in answer.citations] == [(1, "PMC2", "PMC2-c")]
     assert [r.source_id for r in answer.references] == ["PMC2"]
-    assert "may not answer it" in answer.notes[0] and "nothing is cited" not in answer.notes[0]
+    assert "may not answer it" in " ".join(answer.notes) and "nothing is cited" not in " ".join(answer.notes)
 
 
 def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_told_which_word():
@@ -92,7 +92,7 @@ def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_t
         question="Does lecanemab slow cognitive decline?", documents=[], unanswered=held["unanswered"],
         why_unanswered=held["why_unanswered"])["answer"].model_dump())
     assert answer.flags["not_answered"] and not answer.references
-    assert answer.notes[0].startswith("No indexed paper contains 'lecanemab'") and "No model was asked" in answer.notes[0]
+    assert answer.notes[0].startswith("No indexed paper contains 'lecanemab'") and "No model was asked" in answer.notes[1]
 
 
 def test_the_gap_holds_back_papers_far_below_the_best_but_keeps_every_excerpt_of_a_close_paper():
@@ -429,3 +429,19 @@ def test_the_shipped_gate_classifier_lets_a_close_passage_through_and_not_a_far_
     assert classifier.answerable({"best": 0.8, "sentence": 0.75, "specific": 2})
     assert not classifier.answerable({"best": 0.3, "sentence": 0.3, "absent": 1, "absent_weight": 0.4,
                                       "absent_rarity": 4, "apart": 1, "specific": 2})
+
+
+def test_a_turned_away_answer_shows_its_reason_as_its_one_line_of_caveat():
+    from haystack import Document
+
+    from pmc_rag.components.not_answered import not_answered
+
+    closest = [Document(content="...", meta={"source_id": "PMID:123", "title": "Bruxism in adults", "relevance": 0.4})]
+    answer = not_answered("Is bruxism associated with osteonecrosis?", closest, "No paper names both.")
+    text = answer.as_text()
+    assert "Note: No paper names both. (2 more notes: --explain)" in text
+    assert "No model was asked" not in text and "PMID:123 (Bruxism in adults)" not in text   # listed below instead
+    assert "- PMID:123: Bruxism in adults" in text
+    explained = answer.as_text(explain=True)
+    assert "Note: No model was asked, and nothing is cited." in explained
+    assert "Note: The closest papers, which do not answer it: PMID:123 (Bruxism in adults)." in explained
