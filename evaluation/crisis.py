@@ -24,8 +24,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from pmc_rag.answering.crisis import (HELD_ASIDE_SETS, ExemplarLayer, check_crisis, check_crisis_by_rules,
-                                    labelled_messages, normalise, research_exemplars)
+from pmc_rag.answering.crisis import check_crisis, check_crisis_by_rules, normalise
+from pmc_rag.answering.crisis_exemplars import HELD_ASIDE_SETS, ExemplarLayer, labelled_messages, research_exemplars
 
 # Held aside and never read message by message: its figures are reported, its failures not listed.
 SEALED_SETS = {"fresh_5", "fresh_6", "fresh_7", "fresh_8", "chat_held_aside"}
@@ -163,14 +163,19 @@ def run_left_out(layer: ExemplarLayer) -> dict[str, dict[str, int]]:
     return {key: dict(value) for key, value in counts.items()}
 
 
+def totals_by_kind(counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """`run_left_out`'s counts summed over the sets, per classifier kind."""
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for key, tally in counts.items():
+        for name, value in tally.items():
+            totals[key.split(" | ")[1]][name] += value
+    return totals
+
+
 def left_out_markdown(counts: dict[str, dict[str, int]]) -> str:
     lines = ["| set left out | classifier | crises missed | crises given only the crisis line | research given the "
              "emergency reply | research given the crisis line |", "|---|---|---:|---:|---:|---:|"]
-    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for key in sorted(counts):
-        tally = counts[key]
-        for name, value in tally.items():
-            totals[key.split(" | ")[1]][name] += value
+    totals = totals_by_kind(counts)
     for key, tally in [(k, counts[k]) for k in sorted(counts)] + [(f"all | {k}", totals[k]) for k in sorted(totals)]:
         crises = sum(v for n, v in tally.items() if n.startswith("crisis"))
         research = sum(v for n, v in tally.items() if n.startswith("research"))
@@ -184,11 +189,7 @@ def left_out_markdown(counts: dict[str, dict[str, int]]) -> str:
 def beside_markdown(report: dict[str, Any], left_out: dict[str, dict[str, int]]) -> str:
     """Tuning beside held aside, the figure that matters being the gap: the tuning sets as judged left out (words
     and meaning), the held-aside sets and the odd PubMedQA half as the shipped check judges them."""
-    tuning: dict[str, int] = defaultdict(int)
-    for key, tally in left_out.items():
-        if key.endswith("| words + meaning"):
-            for name, value in tally.items():
-                tuning[name] += value
+    tuning = totals_by_kind(left_out)["words + meaning"]
     held: dict[str, int] = defaultdict(int)
     for name, checks in report["counts"].items():
         if name in report["held_aside_sets"] or name == "pubmedqa_dev_odd":

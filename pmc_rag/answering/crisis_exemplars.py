@@ -83,7 +83,7 @@ class ExemplarLayer:
     def nearest_crisis(self, message: str) -> str | None:
         import numpy as np
 
-        similarities = self._vectors @ np.asarray(self._encode([message]), dtype="float32")[0]
+        similarities = self._vectors @ self.meaning(message)  # the same vector, remembered for the next check
         nearest = np.argsort(-similarities)[: self.k]
         weights = np.clip(similarities[nearest], 1e-6, None)
         if float((weights * self._crisis[nearest]).sum() / weights.sum()) < self.threshold:

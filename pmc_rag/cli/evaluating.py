@@ -64,7 +64,7 @@ def _eval(args: argparse.Namespace) -> int:
     # that answered and those that failed.
     logging.getLogger("pmc_rag.components.remembering_fallback_chat_generator").setLevel(logging.ERROR)
     if args.crisis:
-        from pmc_rag.answering.crisis import ExemplarLayer
+        from pmc_rag.answering.crisis_exemplars import ExemplarLayer
         from pmc_rag.evaluation.crisis import (beside_markdown, crisis_markdown, left_out_markdown, run_crisis,
                                                run_left_out)
 
