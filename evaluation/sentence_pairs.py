@@ -8,8 +8,9 @@
 
 Trials of issue 61, item 2 ("meaning over word lists"): three a logistic regression over MiniLM vectors (the index's
 model): the question's vector times the sentence's, and their absolute difference (a learned similarity), beside
-what each judge reads today; the fourth a cross-encoder fine-tuned from MiniLM's weights; the fifth an answering model asked yes or no. Tuning sets only decide; `--held` also scores the held-aside sets (counts only).
-The study: `evaluation/results/2026-11-29-sentence-pairs/`.
+what each judge reads today; the fourth a cross-encoder fine-tuned from MiniLM's weights; the fifth an answering
+model asked yes or no. Tuning sets only decide; `--held` also scores the held-aside sets (counts only). The study:
+`evaluation/results/2026-11-29-sentence-pairs/`.
 """
 
 from __future__ import annotations
@@ -249,7 +250,8 @@ def scope_trial() -> str:
         metformin = model.predict_proba(quoted[:, columns])[:, 1]
         for label in ("dev odd", "plain tuning (abstracts)"):
             rows, truth = features(index.pairs(sets[label]))
-            lines.append(_flag_row(name, label, model.predict_proba(rows[:, columns])[:, 1], truth, metformin, threshold))
+            said = model.predict_proba(rows[:, columns])[:, 1]
+            lines.append(_flag_row(name, label, said, truth, metformin, threshold))
     return "\n".join(lines)
 
 
@@ -274,27 +276,29 @@ def cross_trial(epochs: int = 2) -> str:
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1)
 
+    def encoded(rows: list[tuple[str, str, int]]) -> Any:
+        return tokenizer([r[0] for r in rows], [r[1] for r in rows], truncation=True, max_length=192, padding=True,
+                         return_tensors="pt")
+
     def scores(rows: list[tuple[str, str, int]], batch: int = 64) -> Any:
         model.eval()
         with torch.no_grad():
-            return np.concatenate([model(**tokenizer([r[0] for r in rows[i:i + batch]], [r[1] for r in rows[i:i + batch]],
-                                                     truncation=True, max_length=192, padding=True,
-                                                     return_tensors="pt")).logits.squeeze(-1).numpy()
+            return np.concatenate([model(**encoded(rows[i:i + batch])).logits.squeeze(-1).numpy()
                                    for i in range(0, len(rows), batch)])
 
     positives = sum(r[2] for r in learned)
     loss = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor([(len(learned) - positives) / positives]))
     optimizer = torch.optim.AdamW(model.parameters(), lr=4e-5, weight_decay=0.01)
     steps = epochs * math.ceil(len(learned) / 16)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / (0.1 * steps)) * (steps - s) / steps)
+    # a linear warm-up over the first tenth of the steps, then a linear decay to 0
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / (0.1 * steps)) * (steps - s) / steps)
     for epoch in range(epochs):
         model.train()
         random.shuffle(learned)
         for i in range(0, len(learned), 16):
             batch = learned[i:i + 16]
-            inputs = tokenizer([r[0] for r in batch], [r[1] for r in batch], truncation=True, max_length=192,
-                               padding=True, return_tensors="pt")
-            loss(model(**inputs).logits.squeeze(-1), torch.tensor([float(r[2]) for r in batch])).backward()
+            loss(model(**encoded(batch)).logits.squeeze(-1), torch.tensor([float(r[2]) for r in batch])).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
@@ -307,10 +311,11 @@ def cross_trial(epochs: int = 2) -> str:
                                                 np.array([r[2] for r in rows]), metformin, threshold)])
 
 
-JUDGE_PROMPT = ("<|im_start|>system\nYou check whether a study's conclusion answers a question. A conclusion answers "
-                "it only if it reports a result on exactly what the question asks about (the same treatment or exposure "
-                "and the same outcome). Answer with one word: yes or no.<|im_end|>\n<|im_start|>user\nQuestion: "
-                "{question}\n\nConclusion: {conclusion}\n\nDoes this conclusion answer the question?<|im_end|>\n"
+JUDGE_PROMPT = ("<|im_start|>system\nYou check whether a study's conclusion answers a question. A conclusion "
+                "answers it only if it reports a result on exactly what the question asks about (the same treatment or "
+                "exposure and the same outcome). Answer with one word: yes or no.<|im_end|>\n"
+                "<|im_start|>user\nQuestion: {question}\n\nConclusion: {conclusion}\n\n"
+                "Does this conclusion answer the question?<|im_end|>\n"
                 "<|im_start|>assistant\n")
 
 
