@@ -11,7 +11,11 @@ chosen on. Judged against the gold verdict, never by the component:
 - a learned classifier: tf-idf of the conclusion's words and word pairs (numbers as one token) and its negation
   (`claim_signals.is_negated`), logistic regression over yes/no/maybe; a direction is shown when its probability
   reaches a threshold and it is yes or no. The threshold is the lowest whose precision reaches 95% in 5-fold
-  cross-validation on the tuning half with at least 10 shown; where none does, no direction is shown.
+  cross-validation on the tuning half with at least 10 shown; where none does, no direction is shown;
+- with `--model NAME`, an embedded answering model asked "According to this conclusion, is the answer to the
+  question yes or no?", read by the log-odds of its first word (`YesNoJudge`); a direction is shown when their
+  size reaches a threshold, chosen on the tuning half as the classifier's is (about 2 s a question on 2 cores
+  for the 1.5B: 17 minutes for both halves).
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from typing import Any
 
 TARGET_PRECISION = 0.95
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
+LOG_ODDS_THRESHOLDS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+MODEL_SYSTEM = "You read a study's conclusion and say what it answers to a question. Answer with one word: yes or no."
+MODEL_USER = ("Question: {question}\n\nThe study's conclusion: {conclusion}\n\nAccording to this conclusion, is the "
+              "answer to the question yes or no?")
 # The issue's floor: "no", "not", "did not", "similar", ... in the conclusion means No.
 _NEGATION_FLOOR = re.compile(r"\b(?:no|not|similar|neither|nor|without|none|cannot|fail\w*|unable|lack\w*|"
                              r"comparable|equivalent)\b", re.IGNORECASE)
@@ -61,7 +69,40 @@ def shown_precision(probabilities: Any, classes: list[str], gold: list[str], thr
     return int(shown.sum()), float(right.mean()) if shown.any() else float("nan")
 
 
-def run() -> dict[str, Any]:
+def model_log_odds(rows: list[dict[str, str]], model: str) -> list[float]:
+    """The model's log-odds of "yes" against "no" for each question given its paper's conclusion."""
+    from pmc_rag.local_llm.yes_no import YesNoJudge
+
+    judge, said = YesNoJudge(model), []
+    for row in rows:
+        said.append(judge.log_odds(MODEL_SYSTEM, MODEL_USER.format(question=row["question"],
+                                                                   conclusion=row["conclusion"])))
+        if len(said) % 50 == 0:
+            print(f"  {len(said)}/{len(rows)} conclusions read by {model}", flush=True)
+    return said
+
+
+def model_report(tuning: list[dict[str, str]], held: list[dict[str, str]], model: str) -> dict[str, Any]:
+    """The model's rows (accuracy, and per threshold the share shown and their precision) on both halves, and the
+    threshold chosen on the tuning half: the lowest whose precision reaches 95% with at least 10 shown."""
+    import numpy as np
+
+    rows, chosen = [], None
+    for name, part in (("tuning", tuning), ("held aside", held)):
+        log_odds = np.array(model_log_odds(part, model))
+        said, gold = np.where(log_odds >= 0, "yes", "no"), np.array([r["verdict"] for r in part])
+        rows.append({"set": name, "method": f"{model}, its likelier word", "accuracy": float(np.mean(said == gold))})
+        for threshold in LOG_ODDS_THRESHOLDS:
+            shown = np.abs(log_odds) >= threshold
+            precision = float(np.mean(said[shown] == gold[shown])) if shown.any() else float("nan")
+            rows.append({"set": name, "method": f"{model}, shown from log-odds {threshold}",
+                         "shown": float(shown.mean()), "precision": precision})
+            if name == "tuning" and chosen is None and shown.sum() >= 10 and precision >= TARGET_PRECISION:
+                chosen = threshold
+    return {"rows": rows, "chosen_log_odds": chosen}
+
+
+def run(model: str | None = None) -> dict[str, Any]:
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -99,6 +140,10 @@ def run() -> dict[str, Any]:
         report["rows"].append({"set": "held aside", "method": f"classifier, shown from {threshold}",
                                "shown": shown / len(held), "precision": precision})
     report["chosen_threshold"] = chosen
+    if model:
+        judged = model_report(tuning, held, model)
+        report["rows"] += judged["rows"]
+        report["model"], report["chosen_log_odds"] = model, judged["chosen_log_odds"]
     return report
 
 
@@ -111,14 +156,19 @@ def markdown(report: dict[str, Any]) -> str:
     chosen = report["chosen_threshold"]
     lines += ["", f"Threshold reaching {TARGET_PRECISION:.0%} precision on the tuning half: "
                   + (f"{chosen}" if chosen is not None else "none, so answers show no direction")]
+    if report.get("model"):
+        chosen = report["chosen_log_odds"]
+        lines.append(f"The same for {report['model']}'s log-odds: " + (f"{chosen}" if chosen is not None else "none"))
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="folder for report.json and table.md")
+    parser.add_argument("--model", default=None, help="also an embedded answering model as the judge (`pmc-rag model "
+                                                      "list`; qwen2.5-coder-1.5b-instruct)")
     args = parser.parse_args(argv)
-    report = run()
+    report = run(args.model)
     text = markdown(report)
     print(text)
     if args.out:

@@ -4,7 +4,7 @@
     python -m pmc_rag.evaluation.sentence_pairs findings   # finding sentences: tf-idf beside MiniLM embeddings
     python -m pmc_rag.evaluation.sentence_pairs scope      # does a paper's conclusion test the question?
     python -m pmc_rag.evaluation.sentence_pairs cross      # the same, by a cross-encoder fine-tuned here
-    python -m pmc_rag.evaluation.sentence_pairs judge      # the same, by an answering model (--model FILE)
+    python -m pmc_rag.evaluation.sentence_pairs judge      # the same, by an answering model (--model NAME)
 
 Trials of issue 61, item 2 ("meaning over word lists"): three a logistic regression over MiniLM vectors (the index's
 model): the question's vector times the sentence's, and their absolute difference (a learned similarity), beside
@@ -311,51 +311,37 @@ def cross_trial(epochs: int = 2) -> str:
                                                 np.array([r[2] for r in rows]), metformin, threshold)])
 
 
-JUDGE_PROMPT = ("<|im_start|>system\nYou check whether a study's conclusion answers a question. A conclusion "
-                "answers it only if it reports a result on exactly what the question asks about (the same treatment or "
-                "exposure and the same outcome). Answer with one word: yes or no.<|im_end|>\n"
-                "<|im_start|>user\nQuestion: {question}\n\nConclusion: {conclusion}\n\n"
-                "Does this conclusion answer the question?<|im_end|>\n"
-                "<|im_start|>assistant\n")
+JUDGE_SYSTEM = ("You check whether a study's conclusion answers a question. A conclusion answers it only if it reports "
+                "a result on exactly what the question asks about (the same treatment or exposure and the same "
+                "outcome). Answer with one word: yes or no.")
+JUDGE_USER = "Question: {question}\n\nConclusion: {conclusion}\n\nDoes this conclusion answer the question?"
 
 
-def judge_trial(model_file: str, questions: int) -> str:
-    """An answering model (a ChatML GGUF in the models folder) as the judge: the log-odds of its first token,
-    "yes" against "no", for the first `questions` dev odd questions (own conclusion and the closest other), the
+def judge_trial(model: str, questions: int) -> str:
+    """An answering model (`pmc-rag model list`) as the judge: the log-odds of its first word, "yes" against "no"
+    (`YesNoJudge`), for the first `questions` dev odd questions (own conclusion and the closest other), the
     plain-language tuning questions (own conclusion) and the generated tuning questions (closest conclusion)."""
     import time
 
     import numpy as np
     from sklearn.metrics import roc_auc_score
 
-    from pmc_rag.local_llm.server import load_llama
-    from pmc_rag.paths import models_dir
+    from pmc_rag.local_llm.yes_no import YesNoJudge
 
-    path = models_dir() / model_file
-    if not path.exists():
-        raise SystemExit(f"No model file {path}: `pmc-rag model list` names the models and how to install them "
-                         "(qwen2.5-coder-1.5b-instruct: pmc-rag model install qwen2.5-coder-1.5b-instruct)")
+    judge = YesNoJudge(model)
     index, sets = _Conclusions(), _question_sets()
-    rows = [(kind, q, t, label) for kind, name, others in (("dev odd", "dev odd", 1),
-                                                           ("plain tuning (abstracts)", "plain tuning (abstracts)", 0),
-                                                           ("generated tuning", "generated tuning", 1))
-            for q, t, label, _, _ in index.pairs(sets[name][:questions], others=others)]
+    rows = [(kind, q, t, label) for kind, others in (("dev odd", 1), ("plain tuning (abstracts)", 0),
+                                                     ("generated tuning", 1))
+            for q, t, label, _, _ in index.pairs(sets[kind][:questions], others=others)]
     rows += [("metformin", q, t, 0) for q, t, _, _, _ in index.with_papers(*METFORMIN)]
-    llm = load_llama(str(path), 1024)
-    first = {w: llm.tokenize(w.encode(), add_bos=False, special=False)[0] for w in ("yes", "Yes", "no", "No")}
-    margins, started = [], time.perf_counter()
-    for _, question, conclusion, _ in rows:
-        llm.reset()
-        llm.eval(llm.tokenize(JUDGE_PROMPT.format(question=question, conclusion=conclusion).encode(),
-                              add_bos=False, special=True))
-        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
-        margins.append(float(np.logaddexp(logits[first["yes"]], logits[first["Yes"]])
-                             - np.logaddexp(logits[first["no"]], logits[first["No"]])))
+    started = time.perf_counter()
+    margin = np.array([judge.log_odds(JUDGE_SYSTEM, JUDGE_USER.format(question=q, conclusion=t))
+                       for _, q, t, _ in rows])
     seconds = (time.perf_counter() - started) / len(rows)
-    margin, truth = np.array(margins), np.array([r[3] for r in rows])
+    truth = np.array([r[3] for r in rows])
     judged = np.array([r[0] != "metformin" for r in rows])
     threshold = float(np.quantile(margin[judged & (truth == 1)], 0.05))
-    lines = [f"{model_file}: {seconds:.2f} s a pair; AUC {roc_auc_score(truth[judged], margin[judged]):.3f}; "
+    lines = [f"{model}: {seconds:.2f} s a pair; AUC {roc_auc_score(truth[judged], margin[judged]):.3f}; "
              f"flagged below {threshold:.2f} (5% of the own conclusions)", "",
              "| pairs | conclusion | n | mean log-odds of yes | flagged |", "|---|---|---:|---:|---:|"]
     for kind in ("dev odd", "plain tuning (abstracts)", "generated tuning", "metformin"):
@@ -369,8 +355,8 @@ def judge_trial(model_file: str, questions: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trial", choices=("gate", "findings", "scope", "cross", "judge"))
-    parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-                        help="judge: the GGUF file in the models folder (`pmc-rag model list`)")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct",
+                        help="judge: an installed model of `pmc-rag model list`")
     parser.add_argument("--questions", type=int, default=30, help="judge: questions of each set")
     parser.add_argument("--held", action="store_true", help="also score the held-aside sets (counts only)")
     args = parser.parse_args(argv)

@@ -156,6 +156,9 @@ def _parser() -> argparse.ArgumentParser:
                           help="whether a quoted finding's direction (supports / does not support) could be shown: "
                                "the negation floor and the classifier on PubMedQA conclusions, tuning beside held "
                                "aside; no database")
+    evaluate.add_argument("--directions-model", default=None, metavar="NAME",
+                          help="with --directions: also an installed embedded model as the judge, by the log-odds "
+                               "of its yes or no (qwen2.5-coder-1.5b-instruct: about 17 minutes on 2 cores)")
     evaluate.add_argument("--plain", action="store_true",
                           help="the 211 plain-language questions (evaluation/datasets/plain_language_questions.json) "
                                "through --pipelines' first (default rag): the gold paper first, cited, its finding "

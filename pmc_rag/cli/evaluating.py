@@ -80,7 +80,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.directions:
         from pmc_rag.evaluation import directions
 
-        report = directions.run()
+        report = directions.run(args.directions_model)
         return _write_side_report(args, "directions", report, directions.markdown(report))
     if args.plain:
         from pmc_rag.evaluation.plain_questions import run, table
