@@ -102,7 +102,7 @@ def model_report(tuning: list[dict[str, str]], held: list[dict[str, str]], model
     return {"rows": rows, "chosen_log_odds": chosen}
 
 
-def run(model: str | None = None) -> dict[str, Any]:
+def run(judge_model: str | None = None) -> dict[str, Any]:
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -140,10 +140,10 @@ def run(model: str | None = None) -> dict[str, Any]:
         report["rows"].append({"set": "held aside", "method": f"classifier, shown from {threshold}",
                                "shown": shown / len(held), "precision": precision})
     report["chosen_threshold"] = chosen
-    if model:
-        judged = model_report(tuning, held, model)
+    if judge_model:
+        judged = model_report(tuning, held, judge_model)
         report["rows"] += judged["rows"]
-        report["model"], report["chosen_log_odds"] = model, judged["chosen_log_odds"]
+        report["model"], report["chosen_log_odds"] = judge_model, judged["chosen_log_odds"]
     return report
 
 
