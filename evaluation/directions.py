@@ -79,6 +79,7 @@ def model_log_odds(rows: list[dict[str, str]], model: str) -> list[float]:
                                                                    conclusion=row["conclusion"])))
         if len(said) % 50 == 0:
             print(f"  {len(said)}/{len(rows)} conclusions read by {model}", flush=True)
+    judge.close()
     return said
 
 

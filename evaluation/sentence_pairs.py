@@ -5,6 +5,7 @@
     python -m pmc_rag.evaluation.sentence_pairs scope      # does a paper's conclusion test the question?
     python -m pmc_rag.evaluation.sentence_pairs cross      # the same, by a cross-encoder fine-tuned here
     python -m pmc_rag.evaluation.sentence_pairs judge      # the same, by an answering model (--model NAME)
+    python -m pmc_rag.evaluation.sentence_pairs second-chance   # that model after the gate turned a question away
 
 Trials of issue 61, item 2 ("meaning over word lists"): three a logistic regression over MiniLM vectors (the index's
 model): the question's vector times the sentence's, and their absolute difference (a learned similarity), beside
@@ -337,6 +338,7 @@ def judge_trial(model: str, questions: int) -> str:
     started = time.perf_counter()
     margin = np.array([judge.log_odds(JUDGE_SYSTEM, JUDGE_USER.format(question=q, conclusion=t))
                        for _, q, t, _ in rows])
+    judge.close()
     seconds = (time.perf_counter() - started) / len(rows)
     truth = np.array([r[3] for r in rows])
     judged = np.array([r[0] != "metformin" for r in rows])
@@ -352,9 +354,51 @@ def judge_trial(model: str, questions: int) -> str:
     return "\n".join(lines)
 
 
+FINDINGS_SYSTEM = ("You check whether a study's findings answer a question. Findings answer it only if they report a "
+                   "result on exactly what the question asks about (the same treatment or exposure and the same "
+                   "outcome). Answer with one word: yes or no.")
+FINDINGS_USER = "Question: {question}\n\nFindings: {findings}\n\nDo these findings answer the question?"
+LOG_ODDS = (0.0, 0.5, 1.0, 1.5)
+
+
+def second_chance_trial(model: str, generated: int = 120) -> str:
+    """The model as a second chance for the questions `rag.yml` turns away with related findings: how many of
+    each tuning set it would let through, per log-odds threshold, reading the question and the findings shown."""
+    import re
+
+    from pmc_rag.answering.service import AnswerService
+    from pmc_rag.database import ensure_database
+    from pmc_rag.evaluation.gate_learning import question_sets
+    from pmc_rag.local_llm.yes_no import YesNoJudge
+    from pmc_rag.pipelines import load_declared_pipeline
+    from pmc_rag.serving.access import NOT_UPLOADED
+
+    ensure_database()
+    service = AnswerService(load_declared_pipeline("rag"), name="second-chance")
+    judge, sets = YesNoJudge(model), question_sets()
+    chosen = {"plain_tuning": sets["plain_tuning"], "vague_dev": sets["vague_dev"],
+              "generated_tuning": sets["generated_tuning"][:generated],
+              "unanswerable_tuning": sets["unanswerable_tuning"]}
+    lines = ["| set | questions | turned away with related findings | "
+             + " | ".join(f"let through from log-odds {t}" for t in LOG_ODDS) + " |",
+             "|---|---:|---:|" + "---:|" * len(LOG_ODDS)]
+    for name, questions in chosen.items():
+        said = []
+        for question in questions:
+            answer = service.answer(question, access=NOT_UPLOADED)
+            if answer.flags.get("related_findings"):
+                findings = re.sub(r"\s*\[\d+\]", "", answer.answer.split("which may not answer it:", 1)[-1]).strip()
+                said.append(judge.log_odds(FINDINGS_SYSTEM, FINDINGS_USER.format(question=question, findings=findings)))
+        lines.append(f"| {name} | {len(questions)} | {len(said)} | "
+                     + " | ".join(str(sum(x >= t for x in said)) for t in LOG_ODDS) + " |")
+        print(f"  {name}: {len(questions)} questions", flush=True)
+    judge.close()
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trial", choices=("gate", "findings", "scope", "cross", "judge"))
+    parser.add_argument("trial", choices=("gate", "findings", "scope", "cross", "judge", "second-chance"))
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct",
                         help="judge: an installed model of `pmc-rag model list`")
     parser.add_argument("--questions", type=int, default=30, help="judge: questions of each set")
@@ -365,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     configure_environment()
     print({"gate": lambda: gate_trial(args.held), "findings": lambda: findings_trial(args.held),
            "scope": scope_trial, "cross": cross_trial,
-           "judge": lambda: judge_trial(args.model, args.questions)}[args.trial]())
+           "judge": lambda: judge_trial(args.model, args.questions),
+           "second-chance": lambda: second_chance_trial(args.model)}[args.trial]())
     return 0
 
 

@@ -48,6 +48,12 @@ class YesNoJudge:
             self._tokens = {w: self._llm.tokenize(w.encode(), add_bos=False, special=False)[0]
                             for w in ("yes", "Yes", "no", "No")}
 
+    def close(self) -> None:
+        """Free the model now (llama.cpp's own clean-up fails noisily when left to the interpreter's exit)."""
+        if self._llm is not None:
+            self._llm.close()
+            self._llm = None
+
     def log_odds(self, system: str, user: str) -> float:
         """log P(first word "yes" or "Yes") - log P("no" or "No"): positive when the model leans to yes."""
         import numpy as np

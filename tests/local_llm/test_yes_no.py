@@ -34,3 +34,7 @@ def test_the_default_model_leans_to_yes_for_a_true_statement_more_than_for_a_fal
     true, false = judge.log_odds(system, "Is 2 + 2 equal to 4?"), judge.log_odds(system, "Is 2 + 2 equal to 7?")
     assert math.isfinite(true) and math.isfinite(false)
     assert true > 0 and true > false
+    judge.close()  # frees the model; the next question loads it again and reads the same
+    assert judge._llm is None
+    assert judge.log_odds(system, "Is 2 + 2 equal to 4?") == pytest.approx(true, abs=1e-4)
+    judge.close()
