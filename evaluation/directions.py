@@ -69,17 +69,14 @@ def shown_precision(probabilities: Any, classes: list[str], gold: list[str], thr
     return int(shown.sum()), float(right.mean()) if shown.any() else float("nan")
 
 
-def model_log_odds(rows: list[dict[str, str]], model: str) -> list[float]:
-    """The model's log-odds of "yes" against "no" for each question given its paper's conclusion."""
-    from pmc_rag.local_llm.yes_no import YesNoJudge
-
-    judge, said = YesNoJudge(model), []
+def model_log_odds(rows: list[dict[str, str]], judge: Any) -> list[float]:
+    """The judge's (`YesNoJudge`) log-odds of "yes" against "no" for each question given its paper's conclusion."""
+    said = []
     for row in rows:
         said.append(judge.log_odds(MODEL_SYSTEM, MODEL_USER.format(question=row["question"],
                                                                    conclusion=row["conclusion"])))
         if len(said) % 50 == 0:
-            print(f"  {len(said)}/{len(rows)} conclusions read by {model}", flush=True)
-    judge.close()
+            print(f"  {len(said)}/{len(rows)} conclusions read by {judge.model}", flush=True)
     return said
 
 
@@ -88,9 +85,13 @@ def model_report(tuning: list[dict[str, str]], held: list[dict[str, str]], model
     threshold chosen on the tuning half: the lowest whose precision reaches 95% with at least 10 shown."""
     import numpy as np
 
-    rows, chosen = [], None
+    from pmc_rag.local_llm.yes_no import YesNoJudge
+
+    judge, rows, chosen = YesNoJudge(model), [], None
+    read = {name: np.array(model_log_odds(part, judge)) for name, part in (("tuning", tuning), ("held aside", held))}
+    judge.close()
     for name, part in (("tuning", tuning), ("held aside", held)):
-        log_odds = np.array(model_log_odds(part, model))
+        log_odds = read[name]
         said, gold = np.where(log_odds >= 0, "yes", "no"), np.array([r["verdict"] for r in part])
         rows.append({"set": name, "method": f"{model}, its likelier word", "accuracy": float(np.mean(said == gold))})
         for threshold in LOG_ODDS_THRESHOLDS:

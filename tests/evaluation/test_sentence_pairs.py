@@ -20,3 +20,4 @@ def test_shared_words_counts_the_questions_content_words_the_text_has_by_stem():
     assert shared_words(question, "Metformin reduced cardiovascular events in this trial.") == 1.0
     assert 0 < shared_words(question, "Bedtime insulin added to metformin was effective.") < 0.5
     assert shared_words(question, "Nothing in common here.") == 0.0
+
