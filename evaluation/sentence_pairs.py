@@ -43,6 +43,15 @@ def shared_words(question: str, text: str) -> float:
     return len(asked & set(content_stems(text))) / max(len(asked), 1)
 
 
+def _minilm() -> Any:
+    """The index's embedding model, as the gate runs it (ONNX Runtime, normalised vectors), warmed up."""
+    from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+    embedder = OnnxTextEmbedder(model=MINILM, normalize_embeddings=True)
+    embedder.warm_up()
+    return embedder
+
+
 def _logistic(c: float) -> Any:
     from sklearn.linear_model import LogisticRegression
 
@@ -132,12 +141,11 @@ def findings_trial(held: bool) -> str:
     from sklearn.metrics import precision_recall_fscore_support
 
     from pmc_rag.components.finding_classifier import terms
-    from pmc_rag.components.word_meaning import WordMeaning
     from pmc_rag.evaluation.finding_sentences import abstract_sentences, held_aside_sentences, split_by_paper
 
     learn, tuning = split_by_paper(abstract_sentences())
     sets = {"learn": learn, "tuning": tuning} | ({"held": held_aside_sentences()} if held else {})
-    embedder = WordMeaning.loaded(MINILM).embedder
+    embedder = _minilm()
     vectors = {k: np.array(embedder.embed_many([i.sentence for i in v])) for k, v in sets.items()}
     tfidf = TfidfVectorizer(analyzer=terms, min_df=2, sublinear_tf=True).fit([i.sentence for i in learn])
     words = {k: tfidf.transform([i.sentence for i in v]) for k, v in sets.items()}
@@ -156,11 +164,14 @@ def findings_trial(held: bool) -> str:
 
 
 def _conclusions() -> dict[str, str]:
-    """Each bundled PubMed abstract's conclusion (its last Conclusions section, else its last section), by PMID."""
+    """Each bundled PubMed abstract's conclusion (its last conclusion section, as `section_kinds` names one; else
+    its last section), by PMID."""
+    from pmc_rag.components.section_kinds import CONCLUSION_SECTION
+
     conclusions: dict[str, str] = {}
     for line in (PROJECT_ROOT / "corpus" / "pubmedqa" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
         paper = json.loads(line)
-        found = [s["text"] for s in paper["sections"] if "CONCLU" in s["label"].upper()]
+        found = [s["text"] for s in paper["sections"] if CONCLUSION_SECTION.search(s["label"])]
         conclusions[paper["pmid"]] = found[-1] if found else paper["sections"][-1]["text"]
     return conclusions
 
@@ -171,9 +182,7 @@ class _Conclusions:
     def __init__(self) -> None:
         import numpy as np
 
-        from pmc_rag.components.word_meaning import WordMeaning
-
-        self.embedder = WordMeaning.loaded(MINILM).embedder
+        self.embedder = _minilm()
         self.text = _conclusions()
         self.pmids = list(self.text)
         self.matrix = np.array(self.embedder.embed_many([self.text[p] for p in self.pmids]))
