@@ -130,7 +130,8 @@ def parse_tried(text: str) -> dict[str, dict[str, Any]]:
     name, _, values = text.partition("=")
     if not name or not values:
         raise ValueError(f"--try takes a gate setting and its values, as min_meaning_carried=0.4,0.6 (got {text!r})")
-    parsed = {v: None if v.lower() in ("none", "null") else float(v) for v in values.split(",")}
+    parsed = {v: None if v.lower() in ("none", "null") else int(v) if v.isdigit() else float(v)
+              for v in values.split(",")}
     return {f"{name}={v}": {name: value} for v, value in parsed.items()}
 
 
