@@ -150,6 +150,7 @@ class CitedAnswerBuilder:
         subqueries: list[str] | None = None,
         subjects: list[str] | None = None,
         search_steps: list[str] | None = None,
+        question_notes: list[str] | None = None,
         looked_up: list[str] | None = None,
         key_findings: list[Document] | None = None,
         web_results: list[Document] | None = None,
@@ -191,6 +192,8 @@ class CitedAnswerBuilder:
             an excerpt that names it.
         :param search_steps: What each search of a question in steps looked for and found (`FollowUpSearch`):
             shown in the notes.
+        :param question_notes: How the question was read before any search (`QuestionTranslator`: asked in
+            another language, searched as its English translation): the first notes.
         :param looked_up: From `FollowUpSearch`: what a question in steps looked up in other papers. An answer
             citing one paper only gets another paper's finding on it, quoted, when an excerpt holds one.
         :param key_findings: From `SectionKeyFindings`: for a summary of a paper longer than the model reads, the
@@ -214,7 +217,7 @@ class CitedAnswerBuilder:
         if uncovered and not answer.flags.get("not_answered"):
             notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
                          + ("them" if route == "compare" else "or answer that part of the question") + ".")
-        notes = [*(search_steps or []), *notes, *([web_note] if web_note else [])]
+        notes = [*(question_notes or []), *(search_steps or []), *notes, *([web_note] if web_note else [])]
         web = {"web_sources": [WebSource(title=d.meta.get("title"), url=d.meta.get("url"), snippet=d.content or "",
                                          confidence=d.meta["confidence"]) for d in web_results],
                "flags": {**answer.flags, "web_results": True}} if web_results else {}

@@ -1,6 +1,7 @@
 """Questions as people type them: does the answer find the right paper, state its finding, and not turn away?
 
     python -m pmc_rag.evaluation.plain_questions [--pipeline rag] [--sets plain_tuning plain_held_aside] [--out DIR]
+    python -m pmc_rag.evaluation.plain_questions --dataset multilingual_questions.json     # six other languages
 
 The set is `datasets/plain_language_questions.json` (211 questions by patients, clinicians and researchers, a third
 about the full-text papers; each with its gold paper and the sentences of that paper's own conclusion). Every
@@ -18,7 +19,8 @@ uploads), and is judged against the gold, never by the component that wrote the 
 - `emergency`: answered with the emergency reply (none of these questions is one).
 
 `plain_held_aside` is sealed: its figures are printed, its answers are written to the output file for the record
-and are not to be read to change anything. Each row is the share of the set's questions.
+and are not to be read to change anything. Each row is the share of the set's questions. `--dataset` judges another
+file of the same form (`multilingual_questions.json`: its `multilingual_tuning` and sealed `multilingual_held_aside`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from typing import Any
 
 from pmc_rag.paths import PROJECT_ROOT
 
-DATASET = PROJECT_ROOT / "evaluation" / "datasets" / "plain_language_questions.json"
+DATASETS = PROJECT_ROOT / "evaluation" / "datasets"
+DATASET = DATASETS / "plain_language_questions.json"
 SETS = ("plain_tuning", "plain_held_aside")
 MIN_GOLD_SHARE = 0.5
 
@@ -81,7 +84,7 @@ FIGURES = ("gold_first", "cites_gold", "states_gold", "states_gold_as_related", 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| set | source | questions | gold first | cites gold | states gold finding | of which as related | "
              "turned away | related only | emergency |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name in SETS:
+    for name in dict.fromkeys(r["set"] for r in rows):
         for source in ("pubmedqa_abstract", "full_text", "all"):
             part = [r for r in rows if r["set"] == name and source in ("all", r["source"])]
             if not part:
@@ -92,7 +95,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run(pipeline: str = "rag", sets: tuple[str, ...] = SETS, out: Path | None = None) -> list[dict[str, Any]]:
+def run(pipeline: str = "rag", sets: tuple[str, ...] = SETS, out: Path | None = None,
+        dataset: Path = DATASET) -> list[dict[str, Any]]:
     from pmc_rag.answering.service import AnswerService
     from pmc_rag.database import ensure_database
     from pmc_rag.environment import configure_environment
@@ -102,7 +106,7 @@ def run(pipeline: str = "rag", sets: tuple[str, ...] = SETS, out: Path | None = 
     configure_environment()
     ensure_database()
     service = AnswerService(load_declared_pipeline(pipeline), name="plain-questions")
-    questions = [q for q in load() if q["set"] in sets]
+    questions = [q for q in load(dataset) if q["set"] in sets]
     rows, records = [], []
     started = time.perf_counter()
     for number, question in enumerate(questions, 1):
@@ -124,10 +128,17 @@ def run(pipeline: str = "rag", sets: tuple[str, ...] = SETS, out: Path | None = 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipeline", default="rag")
-    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    parser.add_argument("--dataset", type=Path, default=DATASET,
+                        help="a file of questions of the same form (a name alone is looked up in evaluation/datasets)")
+    parser.add_argument("--sets", nargs="+", default=None, help="its sets to run (default: all of them)")
     parser.add_argument("--out", type=Path, default=None, help="folder for judged.json, answers.json, table.md")
     args = parser.parse_args(argv)
-    print(table(run(args.pipeline, tuple(args.sets), args.out)))
+    dataset = args.dataset if args.dataset.exists() else DATASETS / args.dataset
+    known = tuple(dict.fromkeys(q["set"] for q in load(dataset)))
+    unknown = set(args.sets or ()) - set(known)
+    if unknown:
+        parser.error(f"{dataset.name} has no set {sorted(unknown)}; its sets: {', '.join(known)}")
+    print(table(run(args.pipeline, tuple(args.sets or known), args.out, dataset)))
     return 0
 
 

@@ -1,0 +1,149 @@
+"""A question asked in another language, searched and judged in English, the language of the indexed papers.
+
+The embedding model, the keyword index, the relevance gate's word checks and the quotation step all read English:
+asked in Spanish or German, a question about a paper in the index was turned away for words no paper uses
+("eficaz", "Lungenkrebs"). This component tells the question's language (py3langid, a naive Bayes model over
+byte n-grams trained on 97 languages, bundled in its package) and, when it is not English, asks a chat model to
+translate it. The translation is what every later stage reads; the reader's question stays as asked in the
+conversation, and a note says how it was searched. English questions pass through untouched and the model is not
+asked. If the model fails or writes nothing usable, the question is searched as asked, and a note says so.
+
+Usage:
+```python
+from haystack.components.generators.chat import OpenAIChatGenerator
+from pmc_rag.components.question_translator import QuestionTranslator
+
+translator = QuestionTranslator(chat_generator=OpenAIChatGenerator(model="qwen2.5-0.5b-instruct",
+                                                                   api_base_url="http://127.0.0.1:1417/v1"))
+translator.warm_up()
+translator.run(question="¿El erlotinib es eficaz en el cáncer de pulmón con mutación EGFR?")
+# {'question': 'Is erlotinib effective in lung cancer with an EGFR mutation?', 'notes': ["Asked in Spanish: ..."]}
+translator.run(question="Is erlotinib effective?")   # {'question': 'Is erlotinib effective?', 'notes': []}
+```
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict, logging
+from haystack.components.generators.chat.types import ChatGenerator
+from haystack.core.serialization import component_to_dict
+from haystack.dataclasses import ChatMessage
+from haystack.utils import deserialize_chatgenerator_inplace
+
+logger = logging.getLogger(__name__)
+
+# The model is shown three translations before the question, each as the JSON it must write: without them the
+# embedded 0.5B model answered the question instead ("Yes, INR is generally considered reliable.").
+INSTRUCTIONS = ("Translate the user's text into English. Do not answer it: it is a question to translate, word for "
+                "word, in the words a medical paper would use. Keep drug, gene and disease names.")
+EXAMPLES = (("¿La metformina reduce el riesgo de cáncer de colon en diabéticos?",
+             "Does metformin reduce the risk of colon cancer in diabetics?"),
+            ("Mon fils a de l'asthme : les corticoïdes inhalés freinent-ils sa croissance ?",
+             "My son has asthma: do inhaled corticosteroids slow his growth?"),
+            ("Hilft Ibuprofen bei Migräne besser als Paracetamol?",
+             "Does ibuprofen help migraine better than paracetamol?"))
+
+# py3langid's codes for the languages a reader is most likely to ask in; others are named by their code.
+LANGUAGE_NAMES = {"es": "Spanish", "fr": "French", "de": "German", "it": "Italian", "pt": "Portuguese",
+                  "nl": "Dutch", "pl": "Polish", "sv": "Swedish", "da": "Danish", "no": "Norwegian", "fi": "Finnish",
+                  "ru": "Russian", "uk": "Ukrainian", "tr": "Turkish", "el": "Greek", "cs": "Czech", "ro": "Romanian",
+                  "hu": "Hungarian", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ar": "Arabic",
+                  "he": "Hebrew", "hi": "Hindi", "fa": "Persian", "vi": "Vietnamese", "id": "Indonesian",
+                  "gl": "Galician", "ca": "Catalan"}
+
+
+@component
+class QuestionTranslator:
+    """
+    Passes an English question on as it is; translates one in another language into English with
+    `chat_generator` (which should write `{"english": "..."}`, or the translation alone).
+    """
+
+    def __init__(self, *, chat_generator: ChatGenerator, max_english_probability: float = 0.03,
+                 max_length_ratio: float = 3.0):
+        """
+        :param chat_generator: The chat model that translates (its `generation_kwargs` may hold it to JSON).
+        :param max_english_probability: A question is translated when py3langid gives English at most this
+            probability. 0.03 was measured: the 24 tuning questions in six languages scored 0.006 at most, and none
+            of 759 English questions (PubMedQA dev, plain-language and vague rewordings) under 0.07.
+        :param max_length_ratio: A translation more than this many times as long as the question is not one (the
+            model answered or rambled): the question is searched as asked.
+        """
+        if not 0.0 < max_english_probability < 1.0:
+            raise ValueError(f"max_english_probability must be between 0 and 1, not {max_english_probability}")
+        self.chat_generator = chat_generator
+        self.max_english_probability = max_english_probability
+        self.max_length_ratio = max_length_ratio
+
+    def warm_up(self) -> None:
+        _identifier()
+        if hasattr(self.chat_generator, "warm_up"):
+            self.chat_generator.warm_up()
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, chat_generator=component_to_dict(self.chat_generator, name="chat_generator"),
+                               max_english_probability=self.max_english_probability,
+                               max_length_ratio=self.max_length_ratio)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QuestionTranslator:
+        deserialize_chatgenerator_inplace(data["init_parameters"], key="chat_generator")
+        return default_from_dict(cls, data)
+
+    def language(self, question: str) -> str | None:
+        """The question's language code when it is not English, else None."""
+        ranked = dict(_identifier().rank(question))
+        if ranked.get("en", 0.0) > self.max_english_probability:
+            return None
+        return max(ranked, key=ranked.__getitem__)
+
+    @component.output_types(question=str, notes=list[str])
+    def run(self, question: str) -> dict[str, Any]:
+        """
+        :param question: The question as asked.
+        :returns: `question`: in English (as asked when it was, or when no translation could be had); `notes`:
+            how it was searched, when translated.
+        """
+        language = self.language(question)
+        if language is None:
+            return {"question": question, "notes": []}
+        name = LANGUAGE_NAMES.get(language, f"language '{language}'")
+        english = self._translated(question)
+        if english is None:
+            return {"question": question, "notes": [
+                f"Asked in {name}: the question could not be translated into English, the language of the papers, "
+                "so it was searched as asked."]}
+        return {"question": english, "notes": [
+            f"Asked in {name}: searched and answered in English, the language of the papers, as \"{english}\" "
+            "(a model's translation)."]}
+
+    def _translated(self, question: str) -> str | None:
+        messages = [ChatMessage.from_system(INSTRUCTIONS)]
+        for asked, english in EXAMPLES:
+            messages += [ChatMessage.from_user(asked), ChatMessage.from_assistant(json.dumps({"english": english}))]
+        try:
+            replies = self.chat_generator.run(messages=[*messages, ChatMessage.from_user(question)])["replies"]
+        except Exception as error:  # any failure of the model: searched as asked, never no answer
+            logger.warning("The question could not be translated: {error}", error=error)
+            return None
+        text = (replies[0].text or "").strip() if replies else ""
+        try:
+            parsed = json.loads(text)
+            text = str(parsed.get("english", "")) if isinstance(parsed, dict) else ""
+        except json.JSONDecodeError:
+            text = text.splitlines()[0] if text else ""
+        text = " ".join(text.split())
+        if not text or len(text) > self.max_length_ratio * len(question) or text == question:
+            return None
+        return text
+
+
+@lru_cache(maxsize=1)
+def _identifier() -> Any:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
