@@ -37,6 +37,8 @@ from pmc_rag.paths import PROJECT_ROOT
 DATASETS = PROJECT_ROOT / "evaluation" / "datasets"
 DATASET = DATASETS / "plain_language_questions.json"
 SETS = ("plain_tuning", "plain_held_aside")
+MULTILINGUAL = DATASETS / "multilingual_questions.json"
+MULTILINGUAL_SETS = ("multilingual_tuning", "multilingual_held_aside")
 MIN_GOLD_SHARE = 0.5
 
 

@@ -161,8 +161,9 @@ def _parser() -> argparse.ArgumentParser:
                                "of its yes or no (qwen2.5-coder-1.5b-instruct: about 17 minutes on 2 cores)")
     evaluate.add_argument("--plain", action="store_true",
                           help="the 211 plain-language questions (evaluation/datasets/plain_language_questions.json) "
-                               "through --pipelines' first (default rag): the gold paper first, cited, its finding "
-                               "stated, turned away, emergency replies; tuning beside the sealed half")
+                               "and the 48 in six other languages (multilingual_questions.json) through --pipelines' "
+                               "first (default rag): the gold paper first, cited, its finding stated, turned away, "
+                               "emergency replies; tuning beside the sealed halves")
     evaluate.add_argument("--routes", nargs="?", const="default", default=None, metavar="FILE",
                           help="the question router on labelled questions (default: evaluation/datasets/"
                                "route_questions.json): accuracy per kind, dev and held-aside sets; no database. "

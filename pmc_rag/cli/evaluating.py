@@ -83,9 +83,10 @@ def _eval(args: argparse.Namespace) -> int:
         report = directions.run(args.directions_model)
         return _write_side_report(args, "directions", report, directions.markdown(report))
     if args.plain:
-        from pmc_rag.evaluation.plain_questions import run, table
+        from pmc_rag.evaluation.plain_questions import MULTILINGUAL, MULTILINGUAL_SETS, run, table
 
-        rows = run(args.pipelines[0] if args.pipelines else "rag")
+        pipeline = args.pipelines[0] if args.pipelines else "rag"
+        rows = run(pipeline) + run(pipeline, MULTILINGUAL_SETS, dataset=MULTILINGUAL)
         return _write_side_report(args, "plain", {"questions": rows}, table(rows))
     if args.routes and args.pipelines:
         from pmc_rag.evaluation.routes import route_answers_markdown, run_route_answers

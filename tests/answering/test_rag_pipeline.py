@@ -36,6 +36,16 @@ def test_a_question_the_best_papers_conclusion_answers_is_quoted_without_asking_
                             "question: no model was asked (quotation_first)."]
 
 
+def test_a_question_in_spanish_is_searched_in_english_and_quotes_the_same_paper(rag_files, tmp_path):
+    table, folder = rag_files
+    pipeline = load_declared_pipeline(pipeline_file_for("rag", table, tmp_path))  # the translation: recorded
+    answer = answer_question(pipeline, "¿Es eficaz el erlotinib como primer tratamiento en el cáncer de pulmón con "
+                                       "mutación EGFR?")
+    assert answer.references[0].source_id == "PMC4816447" and not answer.flags.get("not_answered")
+    assert answer.notes[0].startswith("Asked in Spanish: searched and answered in English, the language of the papers")
+    assert "erlotinib" in answer.notes[0].split(" as ", 1)[1].lower()  # the model's English, shown as such
+
+
 @pytest.mark.integration  # the real model's server, its streamed tokens and their count
 def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_path):
     table, folder = rag_files
@@ -65,8 +75,9 @@ def test_rag_answers_with_a_valid_citation_to_the_right_paper(rag_files, tmp_pat
     assert streamed["usage"]["prompt_tokens"] > 100
 
 
-def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_files, tmp_path):
+def test_when_every_generator_fails_the_answer_quotes_passages_and_says_so(rag_files, tmp_path, monkeypatch):
     table, folder = rag_files
+    monkeypatch.setenv("PMC_RAG_LLM_API_KEY", "unused")  # the translator's client needs one; English: never asked
     spec = yaml.safe_load(pipeline_file_for("rag", table, tmp_path, real_model=True, model_always=True).read_text())
     generators = spec["components"]["generator"]["init_parameters"]["chat_generators"]
     generators[0]["init_parameters"]["url"] = "http://127.0.0.1:9"  # nothing listens there

@@ -337,13 +337,19 @@ def test_a_local_model_edit_repoints_the_generator_and_drops_ollama():
 
 def test_without_generation_keeps_the_model_server_only_for_a_query_writer():
     """Retrieval-only runs replace the answer's generator; a rewriter's model writes what is searched, so it stays
-    (and so does the model server it needs)."""
+    (and so does the model server it needs); so does the translator's, which writes what a question in another
+    language is searched as."""
     from pmc_rag.evaluation.runner import EMPTY_REPLY, without_generation
     from pmc_rag.pipelines import pipeline_spec
 
-    _, plain = pipeline_spec("rag")
+    _, plain = pipeline_spec("rag_extractive")  # no translator: nothing before the answer asks a model
     without_generation(plain)
     assert plain["components"]["generator"] == EMPTY_REPLY and "local_model" not in plain
+    _, translating = pipeline_spec("rag")
+    without_generation(translating)
+    assert translating["components"]["generator"] == EMPTY_REPLY
+    translator = translating["components"]["translator"]["init_parameters"]["chat_generator"]
+    assert translator["init_parameters"]["api_base_url"] == translating["local_model"]["url"]
     _, rewriting = pipeline_spec("rag_rewrite")
     without_generation(rewriting)
     assert rewriting["components"]["generator"] == EMPTY_REPLY

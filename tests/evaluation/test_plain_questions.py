@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pmc_rag.evaluation.plain_questions import judged, load, states_gold, table
+import pytest
+
+from pmc_rag.evaluation.plain_questions import MULTILINGUAL, MULTILINGUAL_SETS, judged, load, main, states_gold, table
 
 GOLD = ["The present study reinforces the use of EGFR tyrosine kinase inhibition as a first line treatment of choice "
         "for advanced adenocarcinoma of the lung carrying an activating EGFR mutation."]
@@ -20,6 +22,25 @@ def test_the_set_has_200_questions_a_third_about_full_texts_each_with_gold_halve
     assert {q["set"] for q in questions} == {"plain_tuning", "plain_held_aside"}
     assert abs(sum(q["set"] == "plain_held_aside" for q in questions) * 2 - len(questions)) <= 2
     assert len({q["question"] for q in questions}) == len(questions)
+
+
+def test_the_questions_in_other_languages_have_gold_halves_apart_and_none_is_in_english():
+    from pmc_rag.components.question_translator import QuestionTranslator
+
+    questions = load(MULTILINGUAL)
+    assert len(questions) >= 40 and {q["set"] for q in questions} == set(MULTILINGUAL_SETS)
+    assert sum(q["set"] == "multilingual_held_aside" for q in questions) * 2 == len(questions)
+    assert len({q["language"] for q in questions}) >= 5 and all(q["gold_paper"] and q["gold_sentences"]
+                                                                  for q in questions)
+    translator = QuestionTranslator(chat_generator=None)  # only its language check is used
+    assert all(translator.language(q["question"]) for q in questions if q["set"] == "multilingual_tuning")
+
+
+def test_the_judge_names_a_missing_set_of_another_file_and_its_sets(capsys):
+    with pytest.raises(SystemExit):
+        main(["--dataset", "multilingual_questions.json", "--sets", "plain_tuning"])
+    assert "multilingual_questions.json has no set ['plain_tuning']; its sets: multilingual_tuning, " \
+           "multilingual_held_aside" in capsys.readouterr().err
 
 
 def test_an_answer_states_the_gold_finding_only_citing_the_gold_paper_with_its_words():

@@ -1,0 +1,79 @@
+"""QuestionTranslator: a question in another language goes on in English; an English one untouched, no model asked."""
+
+from __future__ import annotations
+
+import json
+
+from haystack import component
+from haystack.components.generators.chat.openai import OpenAIChatGenerator
+from haystack.dataclasses import ChatMessage
+from haystack.utils import Secret
+
+from pmc_rag.components.question_translator import QuestionTranslator
+
+SPANISH = "¿Es eficaz el erlotinib en el cáncer de pulmón con mutación EGFR?"
+ENGLISH = "Is first-line erlotinib effective in EGFR-mutant lung cancer?"
+
+
+@component
+class FakeTranslatingGenerator:
+    """A fake chat model (the translator's logic is under test, not a model's): replies with a set text, or
+    fails, and keeps the messages it was sent."""
+
+    def __init__(self, reply: str | None = None):
+        self.reply = reply
+        self.asked: list[list[ChatMessage]] = []
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage]) -> dict[str, list[ChatMessage]]:
+        self.asked.append(messages)
+        if self.reply is None:
+            raise ConnectionError("model server not reachable")
+        return {"replies": [ChatMessage.from_assistant(self.reply)]}
+
+
+def test_an_english_question_passes_untouched_and_no_model_is_asked():
+    model = FakeTranslatingGenerator(json.dumps({"english": "something else"}))
+    translator = QuestionTranslator(chat_generator=model)
+    for question in (ENGLISH, "Do nontriploid partial hydatidiform moles exist?", "is Actinobaculum schaalii a real "
+                     "cause of UTIs in kids?", "Summarise PMC2329613", "TL;DR of PMC3166277"):
+        assert translator.run(question=question) == {"question": question, "notes": []}
+    assert model.asked == []
+
+
+def test_a_question_in_another_language_goes_on_as_the_model_s_english_with_a_note():
+    model = FakeTranslatingGenerator(json.dumps({"english": "Is erlotinib effective in EGFR-mutant lung cancer?"}))
+    translator = QuestionTranslator(chat_generator=model)
+    assert translator.language(SPANISH) == "es" and translator.language("¿Funciona la metformina?") == "es"
+    result = translator.run(question=SPANISH)
+    assert result["question"] == "Is erlotinib effective in EGFR-mutant lung cancer?"
+    assert result["notes"][0].startswith("Asked in Spanish: searched and answered in English")
+    assert '"Is erlotinib effective in EGFR-mutant lung cancer?"' in result["notes"][0]
+    sent = model.asked[0]
+    assert sent[0].text.startswith("Translate the user's text into English") and sent[-1].text == SPANISH
+    # a reply in plain text (no JSON) is taken as the translation too
+    plain = QuestionTranslator(chat_generator=FakeTranslatingGenerator("Does ibuprofen help migraine?\nIt does."))
+    assert plain.run(question="Hilft Ibuprofen bei Migräne?")["question"] == "Does ibuprofen help migraine?"
+
+
+def test_without_a_usable_translation_the_question_is_searched_as_asked_and_the_note_says_so():
+    for reply in (None, "", json.dumps({"english": ""}), "x " * 200, json.dumps({"english": SPANISH})):
+        result = QuestionTranslator(chat_generator=FakeTranslatingGenerator(reply)).run(question=SPANISH)
+        assert result["question"] == SPANISH, reply
+        assert "could not be translated into English" in result["notes"][0], reply
+
+
+def test_the_threshold_is_checked_and_the_translator_round_trips_with_its_generator():
+    try:
+        QuestionTranslator(chat_generator=FakeTranslatingGenerator(), max_english_probability=1.5)
+    except ValueError as error:
+        assert "between 0 and 1" in str(error)
+    else:
+        raise AssertionError("a probability above 1 was accepted")
+    generator = OpenAIChatGenerator(model="qwen2.5-0.5b-instruct", api_base_url="http://127.0.0.1:1417/v1",
+                                    api_key=Secret.from_env_var("PMC_RAG_LLM_API_KEY", strict=False))
+    translator = QuestionTranslator(chat_generator=generator, max_english_probability=0.05)
+    data = translator.to_dict()
+    assert data["init_parameters"]["chat_generator"]["type"].endswith("OpenAIChatGenerator")
+    again = QuestionTranslator.from_dict(data)
+    assert again.to_dict() == data and again.max_english_probability == 0.05
