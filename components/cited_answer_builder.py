@@ -11,6 +11,7 @@ from haystack.dataclasses import ChatMessage
 from pmc_rag.components.answer import Answer, WebSource
 from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim import Claim
+from pmc_rag.components.claim_checker import kind_of_disagreement
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
 from pmc_rag.components.follow_up_asks import asked_for
 from pmc_rag.components.follow_up_query import follow_up_query
@@ -30,14 +31,6 @@ def _named_parts(parts: list[str], most_words: int = 8) -> str:
     named = quoted_words(short) if short else ""
     long = len(parts) - len(short)
     return " and ".join(filter(None, [named, f"{long} longer part(s) of the question" if long else ""]))
-
-
-def _kind_of(reason: str) -> str:
-    """What kind of disagreement a claim check found ("negation", "numbers", "words its excerpts lack"), without
-    the claim's own words."""
-    if reason.startswith("names "):
-        return "words its excerpts do not contain"
-    return reason.split(":", 1)[0].strip() or "not supported"
 
 
 @component
@@ -192,8 +185,7 @@ class CitedAnswerBuilder:
             an excerpt that names it.
         :param search_steps: What each search of a question in steps looked for and found (`FollowUpSearch`):
             shown in the notes.
-        :param question_notes: How the question was read before any search (`QuestionTranslator`: asked in
-            another language, searched as its English translation): the first notes.
+        :param question_notes: How the question was read before any search (`QuestionTranslator`): first in notes.
         :param looked_up: From `FollowUpSearch`: what a question in steps looked up in other papers. An answer
             citing one paper only gets another paper's finding on it, quoted, when an excerpt holds one.
         :param key_findings: From `SectionKeyFindings`: for a summary of a paper longer than the model reads, the
@@ -354,7 +346,7 @@ class CitedAnswerBuilder:
         if removed_claims:
             checks.append(f"Removed {len(removed_claims)} sentence(s) of the model's that the cited sources "
                          "contradict or do not speak of: " + "; ".join(dict.fromkeys(
-                f"{r['source_id']}: {_kind_of(r['reason'])}" for r in removed_claims)) +
+                f"{r['source_id']}: {kind_of_disagreement(r['reason'])}" for r in removed_claims)) +
                          " (the JSON's removed_claims has them).")
         if invalid_citations:
             checks.append(f"Removed {len(invalid_citations)} citation(s) to papers the model was not shown: "

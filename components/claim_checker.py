@@ -193,6 +193,14 @@ class ClaimChecker:
                 "dropped": [s for s in claim["cited"] if s not in cited] if not recited_from else []}
 
 
+def kind_of_disagreement(reason: str) -> str:
+    """What kind of disagreement a check found ("negation", "numbers", "words its excerpts do not contain"), from
+    a removed claim's `reason`, without the claim's own words (what the answer's notes may say of it)."""
+    if reason.startswith("names "):
+        return "words its excerpts do not contain"
+    return reason.split(":", 1)[0].strip() or "not supported"
+
+
 def _rank(judgement: dict[str, Any]) -> tuple[float, int, float]:
     return (round(judgement.get("alignment") or 0.0, 6), _PREFERENCE.get(judgement["label"], 1),
             judgement.get("score") or 0.0)
