@@ -1,9 +1,12 @@
 """The user's own documents: PDF (text extracted page by page, with page numbers) and plain text.
 
 They have no PMCID or PMID, so each gets a stable id from its bytes: `doc:` and the first 16 hex digits of the
-file's SHA-256 (the same file always gets the same id; ingesting it again replaces it). A PDF's sections are its
-pages, so a chunk never spans two pages and every citation of it can say on which page its sentence is. Title,
-authors and year come from the PDF's own metadata where it has them, else from the file name.
+file's SHA-256 (the same file always gets the same id; ingesting it again replaces it). A PDF's sections never span
+two pages, so every citation of a chunk can say on which page its sentence is; a line that is a paper's section
+heading ("Results", "Conclusions", "2. Methods") starts a section of that name, which goes on across the pages
+until the next heading (text before the first heading is "Page N"). So a PDF's conclusion is known for one, as a
+JATS paper's is, and quoted first. Title, authors and year come from the PDF's own metadata where it has them,
+else from the file name.
 
 Usage:
 ```python
@@ -17,6 +20,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from pmc_rag.components.section_kinds import BACK_MATTER
 from pmc_rag.ingestion.article import Article, Section, normalise_space
 from pmc_rag.ingestion.xml import IngestError
 
@@ -29,6 +33,17 @@ TEXT_SUFFIXES = (".txt", ".md", ".text")
 # Collection names: what `--collection` and the upload route accept.
 COLLECTION_NAME = r"[a-z0-9][a-z0-9_-]{0,63}"
 COLLECTION_RULE = "a collection name is 1-64 lower-case letters, digits, '_' and '-', starting with a letter or digit"
+
+# A line of a PDF that is a section heading of a research paper, as journals print them: the sections of IMRaD and
+# of back matter, numbered or not, and a structured abstract's parts ("Abstract: Conclusions"). A line alone is a
+# heading only if it is nothing else.
+_HEADING = re.compile(
+    r"(?:\d+(?:\.\d+)*\.?\s+)?(?:abstract|summary|background|introduction|"
+    r"(?:materials|patients|subjects) and methods|methods(?: and (?:materials|findings))?|methodology|results|"
+    r"findings|results and discussion|discussion|conclusions?|interpretation|limitations|references|"
+    r"acknowledge?ments?|funding|competing interests|author contributions|supporting information)"
+    r"(?:\s*[/:]\s*[^\W\d_][\w ,()'’-]{0,60})?",  # and a subsection's name after it: "Methods / Study population"
+    re.IGNORECASE)
 
 
 def check_collection(name: str) -> str:
@@ -89,8 +104,7 @@ def _pdf(path: Path, data: bytes) -> Article:
         pdf.close()
     if not pages:
         raise IngestError(f"{source}: the PDF has no pages")
-    sections = [Section(title=f"Page {number}", text=_paragraphs(text), page=number)
-                for number, text in enumerate(pages, start=1) if text.strip()]
+    sections = _sections(pages)
     if not sections:
         raise IngestError(f"{source}: the PDF has no text layer (a scan?): none of its {len(pages)} page(s) "
                           "holds text; run OCR on it (e.g. ocrmypdf) and upload the result")
@@ -98,6 +112,41 @@ def _pdf(path: Path, data: bytes) -> Article:
     return Article(source_format="pdf", title=normalise_space(metadata.get("Title")) or _title_from(path),
                    authors=_authors(metadata.get("Author", "")), year=int(year.group(1)) if year else None,
                    pub_date=year.group(1) if year else None, sections=sections)
+
+
+def _is_heading(line: str) -> bool:
+    """A line that names a section of a paper and says nothing else, or a back matter heading ("Editors' Summary:
+    Why Was This Study Done?", "Funding"), as `section_kinds` knows them."""
+    line = line.strip()
+    return bool(_HEADING.fullmatch(line)) or (
+        len(line.split()) <= 10 and not line.endswith(".") and bool(BACK_MATTER.match(line)))
+
+
+def _sections(pages: list[str]) -> list[Section]:
+    """The pages' text as sections: one per run of lines under the same heading on one page. A structured
+    abstract's part ends with its page: what follows an abstract without a heading of its own (an introduction
+    some journals leave untitled) is not its conclusion."""
+    sections: list[Section] = []
+    heading: str | None = None
+    for number, text in enumerate(pages, start=1):
+        if heading is not None and heading.lower().startswith("abstract"):
+            heading = None
+        run: list[str] = []
+
+        def close() -> None:
+            if "".join(run).strip():
+                sections.append(Section(title=heading or f"Page {number}", text=_paragraphs("\n".join(run)),
+                                        page=number))
+            run.clear()
+
+        for line in text.replace("\r\n", "\n").split("\n"):
+            if _is_heading(line):
+                close()
+                heading = normalise_space(line)
+            else:
+                run.append(line)
+        close()
+    return sections
 
 
 def _text(path: Path, data: bytes) -> Article:

@@ -18,19 +18,35 @@ from pdf_documents import article_pdf, scanned_pdf
 NOTE = "Lab note on erlotinib dosing\n\nIn our clinic erlotinib at 150 mg daily caused a skin rash in most patients.\n"
 
 
-def test_a_pdf_is_read_page_by_page_with_its_metadata_and_a_stable_id(tmp_path):
+def test_a_pdf_is_read_page_by_page_with_its_headings_metadata_and_a_stable_id(tmp_path):
     path, made = article_pdf(tmp_path / "fielt.pdf")
     data = path.read_bytes()
     article = read_document(path, data, collection="lab")
     pages = [section.page for section in article.sections]
-    assert len(pages) >= 3 and pages == sorted(pages) and pages[0] == 1
-    assert all(section.title == f"Page {section.page}" for section in article.sections)
+    assert len(set(pages)) >= 3 and pages == sorted(pages) and pages[0] == 1
+    # the title area has no heading; a heading's section goes on across pages until the next one
+    titles = [(section.page, section.title) for section in article.sections]
+    assert titles[0] == (1, "Page 1") and (1, "Abstract: Conclusion") in titles and (7, "Conclusion") in titles
+    assert (1, "Introduction") in titles and (2, "Introduction") in titles
+    conclusion = next(s for s in article.sections if s.title == "Abstract: Conclusion")
+    assert conclusion.text.startswith("The present study reinforces the use of EGFR tyrosine kinase inhibition")
     assert article.title == made["title"] and article.authors[:2] == made["authors"][:2]
     assert article.source_id.startswith("doc:") and len(article.source_id) == 20
     assert read_document(tmp_path / "renamed.pdf", data).source_id == article.source_id  # by content, not name
     chunks = article.section_documents()
     assert {c.meta["page"] for c in chunks} == set(pages) and {c.meta["collection"] for c in chunks} == {"lab"}
     assert "first-line" in " ".join(section.text for section in article.sections).lower()
+
+
+def test_only_a_line_that_is_a_heading_and_nothing_else_starts_a_section():
+    from pmc_rag.ingestion.documents import _sections
+
+    pages = ["A trial of X\r\n2. Methods\r\nWe enrolled 40.\r\nResults are shown in Table 2.\r\n",
+             "and more methods.\r\nConclusions\r\nX works.\r\nDiscussion: limits of the study\r\nFew."]
+    assert [(s.page, s.title, s.text) for s in _sections(pages)] == [
+        (1, "Page 1", "A trial of X"), (1, "2. Methods", "We enrolled 40. Results are shown in Table 2."),
+        (2, "2. Methods", "and more methods."), (2, "Conclusions", "X works."),
+        (2, "Discussion: limits of the study", "Few.")]
 
 
 def test_a_text_file_takes_its_first_line_as_title(tmp_path):
