@@ -82,9 +82,16 @@ class QuestionTranslator:
         self.max_length_ratio = max_length_ratio
 
     def warm_up(self) -> None:
+        """Loads the language model, and warms the chat model if it can: one that cannot start (no model server,
+        no key) does not stop the pipeline, whose English questions never need it; a question in another
+        language is then searched as asked, and its note says so."""
         _identifier()
         if hasattr(self.chat_generator, "warm_up"):
-            self.chat_generator.warm_up()
+            try:
+                self.chat_generator.warm_up()
+            except Exception as error:  # an OpenAI client without a key raises here, not at the first question
+                logger.warning("The translator's chat model could not start; questions in other languages will be "
+                               "searched as asked: {error}", error=error)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, chat_generator=component_to_dict(self.chat_generator, name="chat_generator"),

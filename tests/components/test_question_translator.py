@@ -63,6 +63,18 @@ def test_without_a_usable_translation_the_question_is_searched_as_asked_and_the_
         assert "could not be translated into English" in result["notes"][0], reply
 
 
+def test_a_chat_model_that_cannot_start_does_not_stop_the_translator():
+    model = FakeTranslatingGenerator(None)  # fails at every call
+
+    def warm_up():
+        raise ValueError("Missing credentials")
+    model.warm_up = warm_up
+    translator = QuestionTranslator(chat_generator=model)
+    translator.warm_up()  # logged, not raised
+    assert translator.run(question=ENGLISH) == {"question": ENGLISH, "notes": []}
+    assert "could not be translated" in translator.run(question=SPANISH)["notes"][0]
+
+
 def test_the_threshold_is_checked_and_the_translator_round_trips_with_its_generator():
     try:
         QuestionTranslator(chat_generator=FakeTranslatingGenerator(), max_english_probability=1.5)
