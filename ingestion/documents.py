@@ -126,27 +126,20 @@ def _sections(pages: list[str]) -> list[Section]:
     """The pages' text as sections: one per run of lines under the same heading on one page. A structured
     abstract's part ends with its page: what follows an abstract without a heading of its own (an introduction
     some journals leave untitled) is not its conclusion."""
-    sections: list[Section] = []
+    runs: list[tuple[str | None, int, list[str]]] = []  # (heading, page, lines)
     heading: str | None = None
     for number, text in enumerate(pages, start=1):
         if heading is not None and heading.lower().startswith("abstract"):
             heading = None
-        run: list[str] = []
-
-        def close() -> None:
-            if "".join(run).strip():
-                sections.append(Section(title=heading or f"Page {number}", text=_paragraphs("\n".join(run)),
-                                        page=number))
-            run.clear()
-
+        runs.append((heading, number, []))
         for line in text.replace("\r\n", "\n").split("\n"):
             if _is_heading(line):
-                close()
                 heading = normalise_space(line)
+                runs.append((heading, number, []))
             else:
-                run.append(line)
-        close()
-    return sections
+                runs[-1][2].append(line)
+    return [Section(title=title or f"Page {number}", text=_paragraphs("\n".join(lines)), page=number)
+            for title, number, lines in runs if "".join(lines).strip()]
 
 
 def _text(path: Path, data: bytes) -> Article:
