@@ -4,9 +4,10 @@ The embedding model, the keyword index, the relevance gate's word checks and the
 asked in Spanish or German, a question about a paper in the index was mostly turned away (no passage close enough
 to it, or words no paper uses: "Helfen", "Akupunktur"). This component tells the question's language (py3langid,
 a naive Bayes model over byte n-grams trained on 97 languages, bundled in its package) and, when it is not
-English, asks a chat model to translate it. The translation is what every later stage reads; the reader's question stays as asked in the
-conversation, and a note says how it was searched. English questions pass through untouched and the model is not
-asked. If the model fails or writes nothing usable, the question is searched as asked, and a note says so.
+English, asks a chat model to translate it. The translation is what every later stage reads; the reader's
+question stays as asked in the conversation, and a note says how it was searched. English questions pass
+through untouched and the model is not asked. If the model fails or writes nothing usable, the question is
+searched as asked, and a note says so.
 
 Usage:
 ```python
