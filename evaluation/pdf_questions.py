@@ -66,12 +66,9 @@ def pipelines_over(table: str, folder: Path) -> Path:
 def fill(table: str, pipelines: Path, pdfs: Path) -> None:
     """`table` emptied, then filled with the sample's abstracts and the PDFs."""
     from pmc_rag.ingestion.runner import ingest
-    from pmc_rag.pipelines import document_store_of, load_pipeline
+    from pmc_rag.pipelines import declared_document_store, load_pipeline
 
-    indexing = load_pipeline(pipelines / "indexing.yml")
-    store = document_store_of(indexing)
-    if store is not None:
-        store.delete_table()
+    declared_document_store(pipelines / "indexing.yml").delete_table()  # no model loaded for it
     indexing = load_pipeline(pipelines / "indexing.yml")  # its writer makes the table again
     for paths in ([str(CORPUS / "pubmedqa")], [str(pdfs)]):
         report = ingest(paths, indexing, progress=False)
@@ -101,9 +98,9 @@ def run(sets: tuple[str, ...] = SETS, out: Path | None = None, keep_table: bool 
             rows = plain_questions.run(str(pipelines / "rag.yml"), tuple(f"pdf_{s}" for s in sets), out, dataset)
         finally:
             if not keep_table:
-                from pmc_rag.pipelines import document_store_of, load_pipeline
+                from pmc_rag.pipelines import declared_document_store
 
-                document_store_of(load_pipeline(pipelines / "indexing.yml")).delete_table()
+                declared_document_store(pipelines / "indexing.yml").delete_table()
     return rows
 
 
