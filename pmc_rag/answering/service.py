@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pmc_rag.components.answer import Answer
+from pmc_rag.components.question_translator import QuestionTranslator
 from pmc_rag.components.remembering_fallback_chat_generator import GenerationStopped
 from pmc_rag.answering.pipeline_run import run_answering
 from pmc_rag.database import unreachable
@@ -73,6 +74,7 @@ class AnswerService:
         self.max_question_chars = max_question_chars
         self.carried_chunks = carried_chunks
         self.follow_ups_from_topic_papers = follow_ups_from_topic_papers
+        self._translator: QuestionTranslator | bool | None = None  # found in the pipeline when first needed
 
     def warm_up(self) -> None:
         exemplar_layer()  # the crisis check's model, loaded before the first person who needs it
@@ -138,7 +140,10 @@ class AnswerService:
             state.questions, state.numbers, state.cited_per_turn = history
         if stream is not None:
             stream.numbers = state.numbers
-        query = standalone_query(question, state.questions)
+        # A question in another language is put into English before the conversation reads it, so that a follow-up
+        # ("¿Y sus efectos secundarios?") is known as one and its topic is searched in the papers' language.
+        english, translation_notes = self._in_english(question)
+        query = standalone_query(english, state.questions)
         papers = topic_papers(state.questions, state.cited_per_turn) if (
             self.follow_ups_from_topic_papers and is_follow_up(query)) else []
         if papers:
@@ -157,6 +162,8 @@ class AnswerService:
             degraded = answer.flags.get("local_model_failed") or (answer.model is None and answer.failed_generators)
             if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
                 self.cache.put(key, answer, generation)
+        for note in reversed(translation_notes):  # after the cache: an answer kept is shared by every language
+            answer = answer.with_note(note, first=True)
         answer = _with_care_notes(renumber(answer, state.numbers), question, research_follow_up).updated(
             kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
             conversation_id=state.conversation_id,
@@ -168,6 +175,18 @@ class AnswerService:
                  answer.model, cached, ",".join(f for f, on in answer.flags.items() if on) or "-",
                  ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer.timings_ms.items()), len(answer.references))
         return answer
+
+    def _in_english(self, question: str) -> tuple[str, list[str]]:
+        """The question in English and the note saying so, by the pipeline's `QuestionTranslator`; the question
+        as asked and no note when it is English or the pipeline has no translator."""
+        if self._translator is None:
+            self._translator = next((c for _, c in self.pipeline.pipeline.walk() if isinstance(c, QuestionTranslator)),
+                                    False)
+        if not self._translator or self._translator.language(question) is None:
+            return question, []
+        self.warm_up()
+        translated = self._translator.run(question=question)
+        return translated["question"], translated["notes"]
 
     def _continues_a_conversation(self, question: str, conversation_id: str | None, history: Any) -> bool:
         """Whether the question is a follow-up in a conversation about research, none of whose earlier messages was

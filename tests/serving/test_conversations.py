@@ -161,3 +161,20 @@ def test_a_follow_up_cites_only_the_papers_its_topic_question_cited(client, monk
     text = chat.json()["choices"][0]["message"]["content"]
     assert "PMC4816447" in text
     assert not {m for m in re.findall(r"\b(PMC\d+|PMID:\d+)", text)} - {"PMC4816447"}, text
+
+
+def test_a_follow_up_in_another_language_keeps_its_topic_in_english(client):
+    # The conversation reads the question in English (the pipeline's translator, asked by the server first): in
+    # Spanish, "And what side effects does it have?" refers back to the erlotinib question as "it" does in English.
+    first = client.post("/rag/run", json={
+        "question": "¿Es eficaz el erlotinib como primer tratamiento en el cáncer de pulmón con mutación de EGFR?"}
+                        ).json()["result"]
+    assert first["notes"][0].startswith("Asked in Spanish: searched and answered in English")
+    follow_up = client.post("/rag/run", json={"question": "¿Y qué efectos secundarios tiene?",
+                                              "conversation_id": first["conversation_id"]}).json()["result"]
+    assert follow_up["question"] == "¿Y qué efectos secundarios tiene?"  # the reader's own words, kept
+    topic = first["standalone_query"]
+    assert "erlotinib" in topic.lower() and "¿" not in topic  # the topic was stored in English
+    assert follow_up["standalone_query"].endswith(f"(follow-up to: {topic})")
+    assert follow_up["notes"][0].startswith("Asked in Spanish")
+    assert "PMC4816447" in [reference["source_id"] for reference in follow_up["references"]]
