@@ -171,6 +171,11 @@ def judged_words(question: str) -> list[str]:
     return [w for w in words if _LETTERS.match(w) and not w.isupper()]
 
 
+def english_probability(text: str) -> float:
+    """py3langid's probability that `text`, read whole, is English (0-1)."""
+    return dict(_identifier().rank(text)).get("en", 0.0)
+
+
 @lru_cache(maxsize=1)
 def _identifier() -> Any:
     from py3langid.langid import MODEL_FILE, LanguageIdentifier

@@ -134,7 +134,7 @@ def run_left_out(layer: ExemplarLayer) -> dict[str, dict[str, int]]:
     meanings = {text: layer.meaning(text) for row in rows + always
                 for text in (normalise(row["text"]), row["text"])}
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    shipped = crisis.shipped_crisis_classifier
+    shipped, english_only = crisis.shipped_crisis_classifier, crisis.MEANING_IN_ENGLISH_ONLY
     try:
         for left_out in sorted({r["set"] for r in rows}):
             kept = [r for r in rows if r["set"] != left_out] + always
@@ -145,7 +145,9 @@ def run_left_out(layer: ExemplarLayer) -> dict[str, dict[str, int]]:
                                        [r["label"] == "crisis" for r in exemplars],
                                        [r.get("category") for r in exemplars], model=layer.model,
                                        vectors=np.vstack([meanings[r["text"]] for r in exemplars]))
-            for kind, with_meaning in (("words", False), ("words + meaning", True)):
+            for kind, with_meaning in (("words", False), ("words + meaning", True),
+                                       ("words + meaning in English", True)):
+                crisis.MEANING_IN_ENGLISH_ONLY = kind == "words + meaning in English"
                 path = train_crisis_classifier(
                     texts, [r["label"] == "crisis" for r in learned], path=Path(tempfile.mkdtemp()) / "c.json",
                     meanings=np.vstack([meanings[t] for t in texts]) if with_meaning else None,
@@ -160,6 +162,7 @@ def run_left_out(layer: ExemplarLayer) -> dict[str, dict[str, int]]:
                         counts[f"{left_out} | {kind}"][f"{label} {got}"] += 1
     finally:
         crisis.shipped_crisis_classifier = shipped
+        crisis.MEANING_IN_ENGLISH_ONLY = english_only
     return {key: dict(value) for key, value in counts.items()}
 
 
