@@ -396,6 +396,7 @@ def exemplar_layer() -> ExemplarLayer | None:
         if not _LAYER:
             try:
                 _LAYER.append(ExemplarLayer.load())
+                _in_english("")  # its language model too (0.4 s), before the first message waits for it
             except Exception as error:  # a missing model must not stop the rules from answering
                 log.warning("crisis check: the exemplar layer could not be loaded (%s); the rules alone decide",
                             error)

@@ -163,26 +163,33 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     crises, sealed 2026-11-29) is held to what it measured once after the classifier learned everyday messages
     (kinds_8): 1 of 20 crises missed, 5 of 58 everyday messages given the emergency reply, 17 the crisis line.
     `chat_held_aside` (770 everyday chat messages written by others, sealed 2026-11-29) is held to what it measured
-    once the other chat messages became exemplars: 3 given the emergency reply (9 before), 160 the crisis line."""
+    once the other chat messages became exemplars: 3 given the emergency reply (9 before), 160 the crisis line.
+    Since the classifier reads meaning only in English (2026-11-30, counted once): 2 and 91; one crisis of the
+    held-aside sets together is missed, as before, in fresh_4 now instead of fresh_7 (a message in another language
+    either way: only those changed)."""
     from pmc_rag.evaluation.crisis import run_crisis
 
     report = run_crisis(progress=False)
     assert sum(m["label"] == "crisis" for m in labelled_messages()) >= 150
+    held_aside_misses = 0
     for name, checks in report["counts"].items():
-        if name not in ("fresh_5", "fresh_7"):
+        if name in HELD_ASIDE_SETS:
+            held_aside_misses += checks["rules + exemplars + classifier"].get("misses", 0)
+        else:
             assert checks["rules + exemplars + classifier"].get("misses", 0) == 0, (name, report["wrong"])
+    assert held_aside_misses <= 1  # of 152: fresh_4 to fresh_8
     everyday = report["counts"]["fresh_7"]["rules + exemplars + classifier"]
     assert everyday["crises"] == 20 and everyday.get("misses", 0) <= 1
-    assert everyday.get("false_alarms", 0) <= 5 and everyday.get("crisis_lines", 0) <= 17   # of 58
+    assert everyday.get("false_alarms", 0) <= 5 and everyday.get("crisis_lines", 0) <= 13   # of 58
     assert not [w for w in report["wrong"] if w["set"] == "fresh_7"]
     # fresh_8 (sealed 2026-11-29, forum-length stories), counted once: no crisis missed, 3 given only the line;
     # 4 of its 30 research or everyday messages given the emergency reply, 9 the crisis line.
     forum = report["counts"]["fresh_8"]["rules + exemplars + classifier"]
     assert forum["crises"] == 30 and forum.get("possible_only", 0) <= 3
-    assert forum.get("false_alarms", 0) <= 4 and forum.get("crisis_lines", 0) <= 9
+    assert forum.get("false_alarms", 0) <= 4 and forum.get("crisis_lines", 0) <= 8
     assert not [w for w in report["wrong"] if w["set"] == "fresh_8"]
     chat = report["counts"]["chat_held_aside"]["rules + exemplars + classifier"]
-    assert chat["not_crises"] == 770 and chat.get("false_alarms", 0) <= 3 and chat.get("crisis_lines", 0) <= 160
+    assert chat["not_crises"] == 770 and chat.get("false_alarms", 0) <= 2 and chat.get("crisis_lines", 0) <= 91
     assert not [w for w in report["wrong"] if w["set"] == "chat_held_aside"]
     sealed = report["counts"]["fresh_5"]["rules + exemplars + classifier"]
     assert sealed["crises"] == 42 and sealed.get("misses", 0) <= 2 and sealed.get("false_alarms", 0) == 0
@@ -335,9 +342,9 @@ def test_tuning_beside_held_aside_takes_left_out_tuning_and_shipped_held_aside_f
                                                         "false_alarms": 4, "crisis_lines": 9, "possible_only": 3}},
         "pubmedqa_dev_odd": {"rules + exemplars + classifier": {"not_crises": 250, "crisis_lines": 1}},
         "dev": {"rules + exemplars + classifier": {"crises": 102, "misses": 50}}}}   # in-sample: not shown
-    left_out = {"dev | words + meaning": {"crisis none": 2, "crisis emergency": 98, "research line": 5,
-                                          "research none": 95},
-                "dev | words": {"crisis none": 40, "crisis emergency": 60}}           # the other kind: not shown
+    left_out = {"dev | words + meaning in English": {"crisis none": 2, "crisis emergency": 98, "research line": 5,
+                                                     "research none": 95},
+                "dev | words": {"crisis none": 40, "crisis emergency": 60}}  # another kind: not shown
     table = beside_markdown(report, left_out)
     assert "| crises missed | 2 of 100 (2.0%) | 1 of 30 (3.3%) |" in table
     assert "| others given the crisis line | 5 of 100 (5.0%) | 10 of 280 (3.6%) |" in table
@@ -345,21 +352,22 @@ def test_tuning_beside_held_aside_takes_left_out_tuning_and_shipped_held_aside_f
 
 @pytest.mark.integration  # trains 22 classifiers (about a minute on 2 cores)
 def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
-    """The honest tuning figures (2026-11-29, AMD EPYC family 25): with words and meaning, 4 of 334 crises missed
-    and 12 of 1,889 research or everyday messages given the emergency reply (9 of the 573 that are not chat written
-    by others: 16 before the chat became exemplars); the sealed sets take no part."""
+    """The honest tuning figures (2026-11-30, AMD EPYC family 25): with words, and meaning where the message is
+    English, 2 of 334 crises missed (4 with meaning everywhere) and 12 of 1,889 research or everyday messages given
+    the emergency reply, 326 the crisis line (477 with meaning everywhere); the sealed sets take no part."""
     from pmc_rag.evaluation.crisis import run_left_out
 
     counts = run_left_out(ExemplarLayer.load())
     assert not [key for key in counts if key.split(" | ")[0] in HELD_ASIDE_SETS]
     meaning = {}
     for key, tally in counts.items():
-        if key.endswith("| words + meaning"):
+        if key.endswith("| words + meaning in English"):
             for name, value in tally.items():
                 meaning[name] = meaning.get(name, 0) + value
     crises = sum(v for n, v in meaning.items() if n.startswith("crisis"))
     assert crises == sum(m["label"] == "crisis" and m["set"] not in HELD_ASIDE_SETS for m in labelled_messages())
-    assert meaning.get("crisis none", 0) <= 4 and meaning.get("research emergency", 0) <= 12
+    assert meaning.get("crisis none", 0) <= 2 and meaning.get("research emergency", 0) <= 12
+    assert meaning.get("research line", 0) <= 326
 
 
 def test_the_classifier_reads_meaning_only_from_the_model_it_learned_with(monkeypatch):
@@ -382,6 +390,35 @@ def test_the_classifier_reads_meaning_only_from_the_model_it_learned_with(monkey
     layer.model = "the model it learned with"
     check_crisis("Does aspirin prevent stroke?", exemplars=layer)
     assert seen and all(list(meaning) == [1.0, 0.0] for meaning in seen)
+
+
+def test_the_classifier_reads_meaning_only_in_english(monkeypatch):
+    """The meaning part reads an English model's vector: a message in another language is judged by its words (and
+    letter runs) alone. "Hoi daar." scored 0.62 with the vector and 0.31 without (2026-11-30)."""
+    seen: list = []
+
+    class Recording:
+        meaning_model = "the model it learned with"
+
+        def probability(self, text, meaning=None):
+            seen.append(meaning)
+            return 0.0
+
+    monkeypatch.setattr(crisis, "shipped_crisis_classifier", lambda: Recording())
+    layer = ExemplarLayer(lambda texts: [[1.0, 0.0] for _ in texts], ["does aspirin work"], [False], ["research"],
+                          model="the model it learned with")
+    check_crisis("Hou je van voetbal?", exemplars=layer)
+    assert seen and all(meaning is None for meaning in seen)
+    seen.clear()
+    check_crisis("Do you like football?", exemplars=layer)
+    assert seen and all(list(meaning) == [1.0, 0.0] for meaning in seen)
+    assert shipped_crisis_classifier_probability("Hoi daar.") < crisis.POSSIBLE_FROM  # no crisis line: words alone
+
+
+def shipped_crisis_classifier_probability(message: str) -> float:
+    from pmc_rag.answering.crisis_classifier import shipped_crisis_classifier
+
+    return shipped_crisis_classifier().probability(crisis.normalise(message))
 
 
 def test_a_message_checked_again_is_embedded_once():
