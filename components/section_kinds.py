@@ -15,7 +15,7 @@ CONCLUSION_SECTION = re.compile(r"conclu|interpretation", re.IGNORECASE)
 # Supporting information and back matter: never read as evidence of anything the paper found.
 BACK_MATTER = re.compile(r"^(?:abstract: )?(?:supporting information|supplementary|electronic supplementary|acknowledg|"
                          r"funding|competing|author|abbreviations|references|ethics|(?:trial |systematic review )?"
-                         r"registration|editors' summary)", re.IGNORECASE)
+                         r"registration|(?:editors'|patient|plain language|lay) summary)", re.IGNORECASE)
 
 
 def is_findings_section(document: Document) -> bool:

@@ -42,8 +42,13 @@ _HEADING = re.compile(
     r"(?:materials|patients|subjects) and methods|methods(?: and (?:materials|findings))?|methodology|results|"
     r"findings|results and discussion|discussion|conclusions?|interpretation|limitations|references|"
     r"acknowledge?ments?|funding|competing interests|author contributions|supporting information)"
-    r"(?:\s*[/:]\s*[^\W\d_][\w ,()'’-]{0,60})?",  # and a subsection's name after it: "Methods / Study population"
+    # and the subsections' names after it, numbered or not: "Methods / Study population", "Methods / 3.2: Spectra"
+    r"(?:\s*[/:]\s*(?:\d+(?:\.\d+)*[.:]?\s+)?[^\W\d_][\w ,()'’-]{0,60}){0,3}",
     re.IGNORECASE)
+# A line that starts a figure's or a table's caption, as journals print them: "Figure 2", "Fig. 2.", "Table 1:
+# Baseline characteristics". Alone, or with punctuation after the number: a sentence that wraps onto a line starting
+# "Figure 2 shows ..." is running text.
+_CAPTION = re.compile(r"(?P<label>(?:fig(?:ure)?\.?|table)\s+[A-Z]?\d+[A-Za-z]?)(?:\s*$|[.:|]\s)", re.IGNORECASE)
 
 
 def check_collection(name: str) -> str:
@@ -133,12 +138,18 @@ def _sections(pages: list[str]) -> list[Section]:
             heading = None
         runs.append((heading, number, []))
         for line in text.replace("\r\n", "\n").split("\n"):
-            if _is_heading(line):
-                heading = normalise_space(line)
+            caption = _CAPTION.match(line.strip())
+            if _is_heading(line) or caption:
+                # a caption is its own section to the next heading: never read as the finding of the section
+                # it interrupts (its kind says so, as for a JATS caption)
+                heading = normalise_space(caption.group("label") if caption else line)
                 runs.append((heading, number, []))
+                if caption:
+                    runs[-1][2].append(line.strip()[caption.end("label"):].lstrip(" .:|"))
             else:
                 runs[-1][2].append(line)
-    return [Section(title=title or f"Page {number}", text=_paragraphs("\n".join(lines)), page=number)
+    return [Section(title=title or f"Page {number}", text=_paragraphs("\n".join(lines)), page=number,
+                    kind="caption" if title and _CAPTION.match(title) else "body")
             for title, number, lines in runs if "".join(lines).strip()]
 
 

@@ -49,6 +49,24 @@ def test_only_a_line_that_is_a_heading_and_nothing_else_starts_a_section():
         (2, "Discussion: limits of the study", "Few.")]
 
 
+def test_captions_numbered_subsections_and_lay_summaries_are_sections_of_their_own():
+    from pmc_rag.components.section_kinds import BACK_MATTER
+    from pmc_rag.ingestion.documents import _sections
+
+    pages = ["Conclusions\nX works in most.\nFigure 4\nMean spectra of the groups. A. Reference,\nB. Mild.\n"
+             "Figure 2 shows the spectra, as\nexpected.\nTable 2: Confusion matrix of the groups.\n"
+             "Materials and Methods / 3: Raman spectroscopy / 3.2: Spectral acquisition\nSpectra were taken.\n"
+             "Patient Summary: What Did the Researchers Do?\nThey started with 19,993 twins."]
+    assert [(s.title, s.kind, s.text) for s in _sections(pages)] == [
+        ("Conclusions", "body", "X works in most."),
+        ("Figure 4", "caption", "Mean spectra of the groups. A. Reference, B. Mild. Figure 2 shows the spectra, as "
+                                "expected."),  # a sentence that starts "Figure 2 shows" is running text
+        ("Table 2", "caption", "Confusion matrix of the groups."),
+        ("Materials and Methods / 3: Raman spectroscopy / 3.2: Spectral acquisition", "body", "Spectra were taken."),
+        ("Patient Summary: What Did the Researchers Do?", "body", "They started with 19,993 twins.")]
+    assert BACK_MATTER.match("Patient Summary: What Did the Researchers Do?")  # never quoted as the finding
+
+
 def test_a_text_file_takes_its_first_line_as_title(tmp_path):
     path = tmp_path / "note.txt"
     path.write_text(NOTE)
