@@ -142,7 +142,7 @@ class AnswerService:
             stream.numbers = state.numbers
         # A question in another language is put into English before the conversation reads it, so that a follow-up
         # ("¿Y sus efectos secundarios?") is known as one and its topic is searched in the papers' language.
-        english, translation_notes = self._in_english(question)
+        english, translation_notes = self.in_english(question)
         query = standalone_query(english, state.questions)
         papers = topic_papers(state.questions, state.cited_per_turn) if (
             self.follow_ups_from_topic_papers and is_follow_up(query)) else []
@@ -176,7 +176,7 @@ class AnswerService:
                  ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer.timings_ms.items()), len(answer.references))
         return answer
 
-    def _in_english(self, question: str) -> tuple[str, list[str]]:
+    def in_english(self, question: str) -> tuple[str, list[str]]:
         """The question in English and the note saying so, by the pipeline's `QuestionTranslator`; the question
         as asked and no note when it is English or the pipeline has no translator."""
         if self._translator is None:

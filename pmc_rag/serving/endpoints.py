@@ -188,8 +188,8 @@ class AnswerEndpoint(_Endpoint):
             queries: list[str] = []
             for earlier in users[:-1]:
                 text, _ = redact_personal_data(" ".join(_text(earlier.get("content")).split()))
-                if text:
-                    queries.append(standalone_query(text, queries))
+                if text:  # in English, as the server keeps a conversation (the model remembers its translations)
+                    queries.append(standalone_query(self.service.in_english(text)[0], queries))
             history = (queries, numbers_from_history(messages), cited_per_turn_from_history(messages))
         return question, conversation_id, history
 

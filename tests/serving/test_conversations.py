@@ -178,3 +178,16 @@ def test_a_follow_up_in_another_language_keeps_its_topic_in_english(client):
     assert follow_up["standalone_query"].endswith(f"(follow-up to: {topic})")
     assert follow_up["notes"][0].startswith("Asked in Spanish")
     assert "PMC4816447" in [reference["source_id"] for reference in follow_up["references"]]
+
+
+def test_a_chat_history_in_another_language_is_read_in_english(client):
+    # Open WebUI and the `openai` client resend the history instead of a conversation id: its questions are put
+    # into English as a kept conversation's are, so the follow-up's topic is the erlotinib question in English.
+    endpoint = client.app.state.pipeline_registry.get("rag")
+    messages = [{"role": "user", "content": "¿Es eficaz el erlotinib como primer tratamiento en el cáncer de pulmón "
+                                            "con mutación de EGFR?"},
+                {"role": "assistant", "content": "..."},
+                {"role": "user", "content": "¿Y qué efectos secundarios tiene?"}]
+    question, _, history = endpoint._chat_request(messages, {})
+    assert question == "¿Y qué efectos secundarios tiene?"
+    assert "erlotinib" in history[0][0].lower() and "¿" not in history[0][0]
