@@ -370,31 +370,10 @@ def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
     assert meaning.get("research line", 0) <= 326
 
 
-def test_the_classifier_reads_meaning_only_from_the_model_it_learned_with(monkeypatch):
-    """A layer running another embedding model (a user's own) gives the classifier no vector: its words decide."""
-    seen: list = []
-
-    class Recording:
-        meaning_model = "the model it learned with"
-
-        def probability(self, text, meaning=None):
-            seen.append(meaning)
-            return 0.0
-
-    monkeypatch.setattr(crisis, "shipped_crisis_classifier", lambda: Recording())
-    layer = ExemplarLayer(lambda texts: [[1.0, 0.0] for _ in texts], ["does aspirin work"], [False], ["research"],
-                          model="another model")
-    check_crisis("Does aspirin prevent stroke?", exemplars=layer)
-    assert seen and all(meaning is None for meaning in seen)
-    seen.clear()
-    layer.model = "the model it learned with"
-    check_crisis("Does aspirin prevent stroke?", exemplars=layer)
-    assert seen and all(list(meaning) == [1.0, 0.0] for meaning in seen)
-
-
-def test_the_classifier_reads_meaning_only_in_english(monkeypatch):
-    """The meaning part reads an English model's vector: a message in another language is judged by its words (and
-    letter runs) alone. "Hoi daar." scored 0.62 with the vector and 0.31 without (2026-11-30)."""
+@pytest.fixture
+def meanings_read(monkeypatch):
+    """The vectors the crisis classifier is given, message by message (a recording stand-in for it, learned with
+    "the model it learned with"), and a layer whose model embeds every message as [1, 0]."""
     seen: list = []
 
     class Recording:
@@ -407,6 +386,25 @@ def test_the_classifier_reads_meaning_only_in_english(monkeypatch):
     monkeypatch.setattr(crisis, "shipped_crisis_classifier", lambda: Recording())
     layer = ExemplarLayer(lambda texts: [[1.0, 0.0] for _ in texts], ["does aspirin work"], [False], ["research"],
                           model="the model it learned with")
+    return seen, layer
+
+
+def test_the_classifier_reads_meaning_only_from_the_model_it_learned_with(meanings_read):
+    """A layer running another embedding model (a user's own) gives the classifier no vector: its words decide."""
+    seen, layer = meanings_read
+    layer.model = "another model"
+    check_crisis("Does aspirin prevent stroke?", exemplars=layer)
+    assert seen and all(meaning is None for meaning in seen)
+    seen.clear()
+    layer.model = "the model it learned with"
+    check_crisis("Does aspirin prevent stroke?", exemplars=layer)
+    assert seen and all(list(meaning) == [1.0, 0.0] for meaning in seen)
+
+
+def test_the_classifier_reads_meaning_only_in_english(meanings_read):
+    """The meaning part reads an English model's vector: a message in another language is judged by its words (and
+    letter runs) alone. "Hoi daar." scored 0.62 with the vector and 0.31 without (2026-11-30)."""
+    seen, layer = meanings_read
     check_crisis("Hou je van voetbal?", exemplars=layer)
     assert seen and all(meaning is None for meaning in seen)
     seen.clear()
