@@ -166,7 +166,8 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     once the other chat messages became exemplars: 3 given the emergency reply (9 before), 160 the crisis line.
     Since the classifier reads meaning only in English (2026-11-30, counted once): 2 and 91; one crisis of the
     held-aside sets together is missed, as before, in fresh_4 now instead of fresh_7 (a message in another language
-    either way: only those changed)."""
+    either way: only those changed). Since real words are no longer corrected into danger words (the same day,
+    counted once): fresh_7 4 false emergency replies, fresh_8 3 and 9 crisis lines, the chat 2 and 89."""
     from pmc_rag.evaluation.crisis import run_crisis
 
     report = run_crisis(progress=False)
@@ -180,16 +181,16 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     assert held_aside_misses <= 1  # of 152: fresh_4 to fresh_8
     everyday = report["counts"]["fresh_7"]["rules + exemplars + classifier"]
     assert everyday["crises"] == 20 and everyday.get("misses", 0) <= 1
-    assert everyday.get("false_alarms", 0) <= 5 and everyday.get("crisis_lines", 0) <= 13   # of 58
+    assert everyday.get("false_alarms", 0) <= 4 and everyday.get("crisis_lines", 0) <= 13   # of 58
     assert not [w for w in report["wrong"] if w["set"] == "fresh_7"]
     # fresh_8 (sealed 2026-11-29, forum-length stories), counted once: no crisis missed, 3 given only the line;
     # 4 of its 30 research or everyday messages given the emergency reply, 9 the crisis line.
     forum = report["counts"]["fresh_8"]["rules + exemplars + classifier"]
     assert forum["crises"] == 30 and forum.get("possible_only", 0) <= 3
-    assert forum.get("false_alarms", 0) <= 4 and forum.get("crisis_lines", 0) <= 8
+    assert forum.get("false_alarms", 0) <= 3 and forum.get("crisis_lines", 0) <= 9
     assert not [w for w in report["wrong"] if w["set"] == "fresh_8"]
     chat = report["counts"]["chat_held_aside"]["rules + exemplars + classifier"]
-    assert chat["not_crises"] == 770 and chat.get("false_alarms", 0) <= 2 and chat.get("crisis_lines", 0) <= 91
+    assert chat["not_crises"] == 770 and chat.get("false_alarms", 0) <= 2 and chat.get("crisis_lines", 0) <= 89
     assert not [w for w in report["wrong"] if w["set"] == "chat_held_aside"]
     sealed = report["counts"]["fresh_5"]["rules + exemplars + classifier"]
     assert sealed["crises"] == 42 and sealed.get("misses", 0) <= 2 and sealed.get("false_alarms", 0) == 0
@@ -353,8 +354,8 @@ def test_tuning_beside_held_aside_takes_left_out_tuning_and_shipped_held_aside_f
 @pytest.mark.integration  # trains 22 classifiers (about a minute on 2 cores)
 def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
     """The honest tuning figures (2026-11-30, AMD EPYC family 25): with words, and meaning where the message is
-    English, 2 of 334 crises missed (4 with meaning everywhere) and 12 of 1,889 research or everyday messages given
-    the emergency reply, 326 the crisis line (477 with meaning everywhere); the sealed sets take no part."""
+    English, 3 of 334 crises missed (5 with meaning everywhere) and 11 of 1,889 research or everyday messages given
+    the emergency reply, 321 the crisis line (485 with meaning everywhere); the sealed sets take no part."""
     from pmc_rag.evaluation.crisis import run_left_out
 
     counts = run_left_out(ExemplarLayer.load())
@@ -366,8 +367,8 @@ def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
                 meaning[name] = meaning.get(name, 0) + value
     crises = sum(v for n, v in meaning.items() if n.startswith("crisis"))
     assert crises == sum(m["label"] == "crisis" and m["set"] not in HELD_ASIDE_SETS for m in labelled_messages())
-    assert meaning.get("crisis none", 0) <= 2 and meaning.get("research emergency", 0) <= 12
-    assert meaning.get("research line", 0) <= 326
+    assert meaning.get("crisis none", 0) <= 3 and meaning.get("research emergency", 0) <= 11
+    assert meaning.get("research line", 0) <= 321
 
 
 @pytest.fixture
@@ -417,6 +418,14 @@ def shipped_crisis_classifier_probability(message: str) -> float:
     from pmc_rag.answering.crisis_classifier import shipped_crisis_classifier
 
     return shipped_crisis_classifier().probability(crisis.normalise(message))
+
+
+def test_misspelled_danger_words_are_corrected_and_real_words_are_not():
+    # a word the embedding model's vocabulary holds whole is a word: "responsive" had become "unresponsive"
+    assert crisis.normalise("siezure, unconcious, overdoze") == "seizure, unconscious, overdose"
+    assert crisis.normalise("He is responsive and conscious; cooking") == "he is responsive and conscious; cooking"
+    assert not check_crisis("Is cooking with olive oil healthy?").possible
+    assert not check_crisis("who painted the Mona Lisa").possible
 
 
 def test_a_message_checked_again_is_embedded_once():
