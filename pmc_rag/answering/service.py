@@ -163,7 +163,8 @@ class AnswerService:
             if self.cache and not state.questions and not degraded:  # a model that failed may answer next time
                 self.cache.put(key, answer, generation)
         for note in reversed(translation_notes):  # after the cache: an answer kept is shared by every language
-            answer = answer.with_note(note, first=True)
+            if note not in answer.notes:  # a question that could not be translated was tried again by the pipeline
+                answer = answer.with_note(note, first=True)
         answer = _with_care_notes(renumber(answer, state.numbers), question, research_follow_up).updated(
             kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
             conversation_id=state.conversation_id,

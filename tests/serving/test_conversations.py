@@ -191,3 +191,11 @@ def test_a_chat_history_in_another_language_is_read_in_english(client):
     question, _, history = endpoint._chat_request(messages, {})
     assert question == "¿Y qué efectos secundarios tiene?"
     assert "erlotinib" in history[0][0].lower() and "¿" not in history[0][0]
+
+
+def test_a_question_that_cannot_be_translated_is_searched_as_asked_with_one_note(client):
+    # No reply is recorded for this translation: the model fails, in the server and again in the pipeline.
+    answer = client.post("/rag/run", json={"question": "Hjälper akupunktur mot depression hos vuxna patienter?"}
+                         ).json()["result"]
+    failed = [n for n in answer["notes"] if "could not be translated" in n]
+    assert len(failed) == 1 and answer["notes"][0] == failed[0]
