@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -48,6 +50,11 @@ EXAMPLES = (("¿La metformina reduce el riesgo de cáncer de colon en diabético
              "My son has asthma: do inhaled corticosteroids slow his growth?"),
             ("Hilft Ibuprofen bei Migräne besser als Paracetamol?",
              "Does ibuprofen help migraine better than paracetamol?"))
+
+# The translations (and, for a minute, the failures) of the most recent questions are kept: a question is read by
+# the answering service and then by the pipeline, and a repeated one need not wait for the model again.
+REMEMBERED_QUESTIONS = 1024
+FAILURE_REMEMBERED_S = 60.0
 
 # py3langid's codes for the languages a reader is most likely to ask in; others are named by their code.
 LANGUAGE_NAMES = {"es": "Spanish", "fr": "French", "de": "German", "it": "Italian", "pt": "Portuguese",
@@ -81,6 +88,8 @@ class QuestionTranslator:
         self.chat_generator = chat_generator
         self.max_english_probability = max_english_probability
         self.max_length_ratio = max_length_ratio
+        self._memo: dict[str, tuple[str | None, float]] = {}  # question -> (English or None, when), oldest first
+        self._lock = threading.Lock()
 
     def warm_up(self) -> None:
         """Loads the language model, and warms the chat model if it can: one that cannot start (no model server,
@@ -127,7 +136,7 @@ class QuestionTranslator:
         if language is None:
             return {"question": question, "notes": []}
         name = LANGUAGE_NAMES.get(language, f"language '{language}'")
-        english = self._translated(question)
+        english = self._remembered(question)
         if english is None:
             return {"question": question, "notes": [
                 f"Asked in {name}: the question could not be translated into English, the language of the papers, "
@@ -135,6 +144,24 @@ class QuestionTranslator:
         return {"question": english, "notes": [
             f"Asked in {name}: searched and answered in English, the language of the papers, as \"{english}\" "
             "(a model's translation)."]}
+
+    def _remembered(self, question: str) -> str | None:
+        """`_translated`, remembered: the answering service translates a question before its crisis check and the
+        pipeline's run then reads it again; a model that failed or timed out was asked twice (two 30 s waits). A
+        failure is remembered for `FAILURE_REMEMBERED_S` only, so that a restarted model is asked again."""
+        now = time.monotonic()
+        with self._lock:
+            if question in self._memo:
+                english, when = self._memo.pop(question)
+                if english is not None or now - when < FAILURE_REMEMBERED_S:
+                    self._memo[question] = (english, when)  # the most recently used last
+                    return english
+        english = self._translated(question)
+        with self._lock:
+            self._memo[question] = (english, now)
+            while len(self._memo) > REMEMBERED_QUESTIONS:
+                del self._memo[next(iter(self._memo))]
+        return english
 
     def _translated(self, question: str) -> str | None:
         messages = [ChatMessage.from_system(INSTRUCTIONS)]

@@ -89,3 +89,28 @@ def test_the_threshold_is_checked_and_the_translator_round_trips_with_its_genera
     assert data["init_parameters"]["chat_generator"]["type"].endswith("OpenAIChatGenerator")
     again = QuestionTranslator.from_dict(data)
     assert again.to_dict() == data and again.max_english_probability == 0.05
+
+
+def test_a_question_read_twice_asks_the_model_once_and_a_failure_is_asked_again_after_a_minute(monkeypatch):
+    # The answering service translates before its crisis check, and the pipeline's translator (the same object)
+    # reads the question again: a model that timed out was waited for twice.
+    import pmc_rag.components.question_translator as module
+
+    model = FakeTranslatingGenerator(json.dumps({"english": ENGLISH}))
+    translator = QuestionTranslator(chat_generator=model)
+    assert translator.run(question=SPANISH) == translator.run(question=SPANISH)
+    assert len(model.asked) == 1
+    failing = FakeTranslatingGenerator(None)
+    translator = QuestionTranslator(chat_generator=failing)
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    first, second = translator.run(question=SPANISH), translator.run(question=SPANISH)
+    assert first == second and "could not be translated" in first["notes"][0] and len(failing.asked) == 1
+    now[0] += module.FAILURE_REMEMBERED_S + 1  # the model may have been restarted: asked again
+    failing.reply = json.dumps({"english": ENGLISH})
+    assert translator.run(question=SPANISH)["question"] == ENGLISH and len(failing.asked) == 2
+    # the memory is bounded: the oldest question goes first
+    monkeypatch.setattr(module, "REMEMBERED_QUESTIONS", 2)
+    for question in ("¿Funciona la metformina en la diabetes?", "¿Funciona la aspirina en la migraña?"):
+        translator.run(question=question)
+    assert SPANISH not in translator._memo and len(translator._memo) == 2
