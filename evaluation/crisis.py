@@ -24,7 +24,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from pmc_rag.answering.crisis import check_crisis, check_crisis_by_rules, normalise
+from pmc_rag.answering.crisis import check_crisis, check_crisis_by_rules, check_crisis_read_in_english, normalise
 from pmc_rag.answering.crisis_exemplars import HELD_ASIDE_SETS, ExemplarLayer, labelled_messages, research_exemplars
 
 # Held aside and never read message by message: its figures are reported, its failures not listed.
@@ -38,9 +38,13 @@ def learned_by_the_classifier(row: dict[str, Any]) -> bool:
     return not str(row.get("set", "")).startswith("chat_")
 
 
-def run_crisis(progress: bool = True, exemplars: ExemplarLayer | None = None) -> dict[str, Any]:
-    """Every labelled message (and every PubMedQA dev question, the odd-numbered ones as set `pubmedqa_dev_odd`) through both checks; counts
-    per set and check, the misses and false alarms, and the check's time per message."""
+def run_crisis(progress: bool = True, exemplars: ExemplarLayer | None = None,
+               translations: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every labelled message (and every PubMedQA dev question, the odd-numbered ones as set `pubmedqa_dev_odd`)
+    through both checks; counts per set and check, the misses and false alarms, and the check's time per message.
+
+    :param translations: Message -> its English translation (`crisis_translations`): the layered check reads a
+        translated message both ways, as the answering service does. None: as typed only."""
     from pmc_rag.evaluation.questions import load_questions
     from pmc_rag.paths import DEV_QUESTIONS
 
@@ -54,7 +58,8 @@ def run_crisis(progress: bool = True, exemplars: ExemplarLayer | None = None) ->
     for number, message in enumerate(messages, 1):
         crisis = message["label"] == "crisis"
         started = time.perf_counter()
-        layered = check_crisis(message["text"], exemplars=layer)
+        layered = check_crisis_read_in_english(message["text"], (translations or {}).get(message["text"]),
+                                               exemplars=layer)
         times_ms.append((time.perf_counter() - started) * 1000)
         for check, decision in (("rules", check_crisis_by_rules(message["text"])),
                                 ("rules + exemplars + classifier", layered)):
@@ -116,11 +121,13 @@ def training_messages() -> tuple[list[str], list[bool], str]:
 
 # The classifier as the crisis check uses it: words, and meaning where the message is English (`crisis.py`).
 SHIPPED_KIND = "words + meaning in English"
+READ_IN_ENGLISH_KIND = SHIPPED_KIND + ", translations read too"
 
 
-def run_left_out(layer: ExemplarLayer) -> dict[str, dict[str, int]]:
-    """Per tuning set and classifier kind (`words`, `words + meaning`): how its crises and research messages were
-    answered (`emergency`, `line`, `none`) by a check whose classifier and exemplars never saw that set."""
+def run_left_out(layer: ExemplarLayer, translations: dict[str, str] | None = None) -> dict[str, dict[str, int]]:
+    """Per tuning set and classifier kind (`words`, `words + meaning`, ...): how its crises and research messages
+    were answered (`emergency`, `line`, `none`) by a check whose classifier and exemplars never saw that set; with
+    `translations`, the shipped kind also reading each translated message in English (`READ_IN_ENGLISH_KIND`)."""
     import tempfile
     from pathlib import Path
 
@@ -158,11 +165,16 @@ def run_left_out(layer: ExemplarLayer) -> dict[str, dict[str, int]]:
                 classifier = CrisisClassifier(path)
                 crisis.shipped_crisis_classifier = lambda c=classifier: c
                 for row in rows:
-                    if row["set"] == left_out:
-                        decision = check_crisis(row["text"], exemplars=fold_layer)
+                    if row["set"] != left_out:
+                        continue
+                    label = "crisis" if row["label"] == "crisis" else "research"
+                    decisions = {kind: check_crisis(row["text"], exemplars=fold_layer)}
+                    if translations is not None and kind == SHIPPED_KIND:
+                        decisions[READ_IN_ENGLISH_KIND] = check_crisis_read_in_english(
+                            row["text"], translations.get(row["text"]), exemplars=fold_layer)
+                    for name, decision in decisions.items():
                         got = "emergency" if decision.crisis else "line" if decision.possible else "none"
-                        label = "crisis" if row["label"] == "crisis" else "research"
-                        counts[f"{left_out} | {kind}"][f"{label} {got}"] += 1
+                        counts[f"{left_out} | {name}"][f"{label} {got}"] += 1
     finally:
         crisis.shipped_crisis_classifier = shipped
         crisis.MEANING_IN_ENGLISH_ONLY = english_only

@@ -438,3 +438,27 @@ def test_a_message_checked_again_is_embedded_once():
     assert list(layer.meaning("does aspirin prevent stroke?")) == list(first) and len(calls) == 1
     layer.meaning("another question")
     assert len(calls) == 2
+
+
+def test_a_message_in_another_language_is_read_in_english_too():
+    """The rules and the meaning part read English best: an emergency in Dutch or Italian got only the crisis line
+    as typed. The translation the answering service makes anyway is read too, and the more serious reading holds,
+    in the message's own language."""
+    from pmc_rag.answering.crisis import check_crisis_read_in_english
+
+    dutch, english = "Mijn vader is flauwgevallen en reageert niet", "My father fainted and is not responding"
+    assert not check_crisis(dutch).crisis and check_crisis(english).crisis
+    read = check_crisis_read_in_english(dutch, english)
+    assert read.crisis and read.category == "collapse_unresponsive" and english in read.reason
+    assert crisis_reply(read).startswith("This sounds like an emergency")
+    # one step at most: a message that read as nothing gets the crisis line, not the emergency reply, however its
+    # translation reads (the embedded model mistranslates short everyday messages)
+    raised = check_crisis_read_in_english("Ho visto Matrix", "My son swallowed his grandmother's pills")
+    assert not check_crisis("Ho visto Matrix").possible and raised.possible and not raised.crisis
+    # the typed reading stands where it is as serious: in the message's language, never lowered by a translation
+    french = check_crisis_read_in_english("je veux me suicider", "I like the sea")
+    assert french.crisis and french.language == "fr" and "read in English" not in french.reason
+    # research stays research both ways; no translation (an English message) is the typed check itself
+    assert not check_crisis_read_in_english("Il vaccino antinfluenzale riduce i ricoveri negli anziani?",
+                                            "Does the flu vaccine reduce hospitalizations in the elderly?").possible
+    assert check_crisis_read_in_english(english, None) == check_crisis(english)
