@@ -204,10 +204,11 @@ def left_out_markdown(counts: dict[str, dict[str, int]]) -> str:
     return "\n".join(lines)
 
 
-def beside_markdown(report: dict[str, Any], left_out: dict[str, dict[str, int]]) -> str:
+def beside_markdown(report: dict[str, Any], left_out: dict[str, dict[str, int]], kind: str = SHIPPED_KIND) -> str:
     """Tuning beside held aside, the figure that matters being the gap: the tuning sets as judged left out (by the
-    shipped kind of classifier), the held-aside sets and the odd PubMedQA half as the shipped check judges them."""
-    tuning = totals_by_kind(left_out)[SHIPPED_KIND]
+    shipped kind of classifier, `kind`), the held-aside sets and the odd PubMedQA half as the shipped check judges
+    them."""
+    tuning = totals_by_kind(left_out)[kind]
     held: dict[str, int] = defaultdict(int)
     for name, checks in report["counts"].items():
         if name in report["held_aside_sets"] or name == "pubmedqa_dev_odd":
@@ -225,6 +226,28 @@ def beside_markdown(report: dict[str, Any], left_out: dict[str, dict[str, int]])
         for name, a, n, b, m in rows])
 
 
+def crisis_report(left_out: bool = False, read_in_english: bool = False, progress: bool = True
+                  ) -> tuple[dict[str, Any], str]:
+    """`pmc-rag eval --crisis`'s report and its tables: every set (`run_crisis`); with `left_out`, each tuning set
+    judged left out and tuning beside held aside; with `read_in_english`, each message in another language read
+    in English too (translated first where not yet kept: the pipeline's model must be running)."""
+    from pmc_rag.evaluation.crisis_translations import translate_all
+
+    layer = ExemplarLayer.load()
+    translations = translate_all([m["text"] for m in labelled_messages()], progress=progress) \
+        if read_in_english else None
+    report = run_crisis(progress=progress, exemplars=layer, translations=translations)
+    report["read_in_english"] = read_in_english
+    table = crisis_markdown(report)
+    if left_out:
+        report["left_out"] = run_left_out(layer, translations)
+        kind = READ_IN_ENGLISH_KIND if read_in_english else SHIPPED_KIND
+        table += ("\n\nEach tuning set judged by a classifier and exemplars trained without it:\n\n"
+                  + left_out_markdown(report["left_out"]) + f"\n\nTuning beside held aside ({kind}):\n\n"
+                  + beside_markdown(report, report["left_out"], kind))
+    return report, table
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -234,12 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train", action="store_true", help="retrain the classifier, then report")
     parser.add_argument("--left-out", action="store_true",
                         help="judge each tuning set with a classifier and exemplars trained without it")
+    parser.add_argument("--read-in-english", action="store_true",
+                        help="read each message in another language in English too (`pmc-rag model start` first)")
     args = parser.parse_args(argv)
     if args.left_out:
-        layer = ExemplarLayer.load()
-        left_out = run_left_out(layer)
-        print(left_out_markdown(left_out) + "\n\n" + beside_markdown(run_crisis(progress=False, exemplars=layer),
-                                                                       left_out))
+        print(crisis_report(left_out=True, read_in_english=args.read_in_english, progress=False)[1])
         return 0
     if args.train:
         import numpy as np
@@ -249,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         meanings = np.vstack([layer.meaning(text) for text in texts])
         path = train_crisis_classifier(texts, crises, about=about, meanings=meanings, meaning_model=layer.model)
         print(f"trained on {len(texts)} messages -> {path}")
-    print(crisis_markdown(run_crisis()))
+    print(crisis_report(read_in_english=args.read_in_english)[1])
     return 0
 
 

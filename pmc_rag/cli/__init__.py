@@ -152,6 +152,10 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--left-out", action="store_true",
                           help="with --crisis: also judge each tuning set by a classifier and exemplars trained "
                                "without it (the tuning figure a new wording would see; about a minute more)")
+    evaluate.add_argument("--read-in-english", action="store_true",
+                          help="with --crisis: read each message in another language in English too, as the "
+                               "answering service does, translated by the pipeline's model (`pmc-rag model start` "
+                               "first; translations are kept under PMC_RAG_HOME/eval, so only new ones wait)")
     evaluate.add_argument("--directions", action="store_true",
                           help="whether a quoted finding's direction (supports / does not support) could be shown: "
                                "the negation floor and the classifier on PubMedQA conclusions, tuning beside held "

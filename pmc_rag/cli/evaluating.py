@@ -58,24 +58,16 @@ def _eval(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be 1 or more")
-    if args.left_out and not args.crisis:
-        raise ValueError("--left-out judges the crisis check's tuning sets: give it with --crisis")
+    if (args.left_out or args.read_in_english) and not args.crisis:
+        raise ValueError("--left-out and --read-in-english judge the crisis check: give them with --crisis")
     # One warning per question that Ollama is unreachable would bury the progress; each record names the model
     # that answered and those that failed.
     logging.getLogger("pmc_rag.components.remembering_fallback_chat_generator").setLevel(logging.ERROR)
     if args.crisis:
-        from pmc_rag.answering.crisis_exemplars import ExemplarLayer
-        from pmc_rag.evaluation.crisis import (beside_markdown, crisis_markdown, left_out_markdown, run_crisis,
-                                               run_left_out)
+        from pmc_rag.evaluation.crisis import crisis_report
 
-        layer = ExemplarLayer.load()
-        report = run_crisis(progress=not args.no_progress, exemplars=layer)
-        table = crisis_markdown(report)
-        if args.left_out:
-            report["left_out"] = run_left_out(layer)
-            table += "\n\nEach tuning set judged by a classifier and exemplars trained without it:\n\n" + \
-                left_out_markdown(report["left_out"]) + "\n\nTuning beside held aside:\n\n" + \
-                beside_markdown(report, report["left_out"])
+        report, table = crisis_report(left_out=args.left_out, read_in_english=args.read_in_english,
+                                      progress=not args.no_progress)
         return _write_side_report(args, "crisis", report, table)
     if args.directions:
         from pmc_rag.evaluation import directions
