@@ -2,10 +2,12 @@
 
 The crisis check reads a message as typed and, when the answering service has translated it, in English too
 (`check_crisis_read_in_english`). To measure that, each message the translator would translate is translated
-once, by the pipeline's `QuestionTranslator` and its model (the embedded one: start it with `pmc-rag model start`),
-and kept in a file outside the repository, so that later runs read the same translations without a model.
+once, by the pipeline's `QuestionTranslator` and its model (the embedded one: start it with `pmc-rag model start`).
+The embedded model's translations of the labelled messages are recorded in `datasets/crisis_translations.json`
+(so tests and CI measure without a model); a message not recorded there (a new one) is translated and kept under
+PMC_RAG_HOME/eval, so that later runs read the same translation.
 
-    python -m pmc_rag.evaluation.crisis_translations    # translate what is not yet kept (tuning and held aside)
+    python -m pmc_rag.evaluation.crisis_translations    # translate what is not yet recorded or kept
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from pmc_rag.paths import home
 
 CACHE_NAME = "crisis-translations.json"
+RECORDED = Path(__file__).resolve().parent / "datasets" / "crisis_translations.json"
 
 
 def cache_path() -> Path:
@@ -36,10 +39,17 @@ def pipeline_translator(pipeline: str = "rag"):  # -> QuestionTranslator
     return translator
 
 
+def recorded_translations() -> dict[str, str]:
+    """The embedded model's translations of the labelled messages, as recorded: message -> English."""
+    return json.loads(RECORDED.read_text(encoding="utf-8"))["translations"]
+
+
 def kept_translations(path: Path | None = None) -> dict[str, str]:
-    """The translations kept so far: message -> English (absent: not translated, or no usable translation)."""
+    """The translations recorded and kept so far: message -> English (itself: English, nothing to translate;
+    absent: not yet translated, or the model failed)."""
     path = path or cache_path()
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    kept = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return {**kept, **recorded_translations()}
 
 
 def translate_all(texts: list[str], path: Path | None = None, progress: bool = True) -> dict[str, str]:
@@ -61,7 +71,8 @@ def translate_all(texts: list[str], path: Path | None = None, progress: bool = T
         if translated["question"] != text:
             kept[text] = translated["question"]
         if progress and number % 25 == 0:
-            print(f"  {number}/{len(todo)} translated ({time.perf_counter() - started:.0f} s)", flush=True)
+            print(f"  {number}/{len(todo)} messages read, in English where needed "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(kept, ensure_ascii=False, indent=0), encoding="utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)

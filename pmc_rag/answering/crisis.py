@@ -266,7 +266,7 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, foll
     return decision
 
 
-def check_crisis_read_in_english(message: str, english: str | None, exemplars: "ExemplarLayer | None" = None, *,
+def check_crisis_read_in_english(message: str, english: str | None, exemplars: ExemplarLayer | None = None, *,
                                  follow_up: bool = False) -> CrisisDecision:
     """The check of `message` as typed, raised by its English translation `english` (None: the message was not
     translated) where that reads more danger: the rules and the meaning part read English best, so a message in

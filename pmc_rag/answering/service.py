@@ -30,8 +30,9 @@ from pmc_rag.answering.refusals import AnswerStopped, InputError, Refused, Unava
 from pmc_rag.answering.answer_slots import AnswerSlots
 from pmc_rag.answering.cache import AnswerCache
 from pmc_rag.answering.caller import current_lifetime, current_owner, current_request_id, internal_error_detail
-from pmc_rag.answering.crisis import check_crisis, emergency_reply_for, exemplar_layer
-from pmc_rag.answering.crisis_replies import safety_line
+from pmc_rag.answering.crisis import (CrisisDecision, check_crisis, check_crisis_read_in_english, emergency_reply_for,
+                                     exemplar_layer)
+from pmc_rag.answering.crisis_replies import crisis_reply, safety_line
 from pmc_rag.answering.conversation import (conversation_topic, follow_up_text, is_follow_up, renumber,
                                           standalone_query, topic_papers)
 from pmc_rag.answering.guards import (NOT_MEDICAL_ADVICE, SearchFilters, clean_question, fixed_reply,
@@ -111,7 +112,17 @@ class AnswerService:
         if fixed and fixed.kind == "emergency" and self._continues_a_conversation(question, conversation_id,
                                                                                      history):
             fixed = _fixed(question, redacted, started, follow_up=True)
-        possible = not fixed and check_crisis(question).possible
+        # A question in another language is put into English before the crisis check's second reading and before the
+        # conversation reads it, so that a follow-up ("¿Y sus efectos secundarios?") is known as one and its topic is
+        # searched in the papers' language.
+        english, translation_notes = self.in_english(question) if not fixed else (question, [])
+        decision = check_crisis_read_in_english(question, english)
+        if not fixed and decision.crisis:  # danger read only in the translation
+            if self._continues_a_conversation(english, conversation_id, history):
+                decision = check_crisis_read_in_english(question, english, follow_up=True)
+            if decision.crisis:
+                fixed = _fixed(question, redacted, started, decision=decision)
+        possible = not fixed and decision.possible
         if possible and self._follows_an_emergency(conversation_id, history):
             # possible danger in a conversation that began in danger ("my wife is bleeding after the birth", then
             # "What about perinatal bleeding?") is that danger still
@@ -121,8 +132,9 @@ class AnswerService:
             log.info("%s status=200 kind=%s", self.name, fixed.kind)
             return fixed
         try:
-            return self._answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
-                                stream, on_token, research_follow_up=possible and self._continues_a_conversation(
+            return self._answer(started, question, (english, translation_notes), redacted, haystack_filters, top_k,
+                                conversation_id, history, stream, on_token,
+                                research_follow_up=possible and self._continues_a_conversation(
                                     question, conversation_id, history))
         except Refused:
             raise
@@ -132,17 +144,15 @@ class AnswerService:
                 raise self._stopped(str(stop), question) from None
             raise unavailable(self.name, error) from error
 
-    def _answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
-                top_k: int | None, conversation_id: str | None, history: Any, stream: AnswerProgress | None,
-                on_token: Any, research_follow_up: bool = False) -> Answer:
+    def _answer(self, started: float, question: str, translated: tuple[str, list[str]], redacted: list[str],
+                haystack_filters: dict | None, top_k: int | None, conversation_id: str | None, history: Any,
+                stream: AnswerProgress | None, on_token: Any, research_follow_up: bool = False) -> Answer:
         state = self._conversation(conversation_id)
         if history is not None:
             state.questions, state.numbers, state.cited_per_turn = history
         if stream is not None:
             stream.numbers = state.numbers
-        # A question in another language is put into English before the conversation reads it, so that a follow-up
-        # ("¿Y sus efectos secundarios?") is known as one and its topic is searched in the papers' language.
-        english, translation_notes = self.in_english(question)
+        english, translation_notes = translated
         query = standalone_query(english, state.questions)
         papers = topic_papers(state.questions, state.cited_per_turn) if (
             self.follow_ups_from_topic_papers and is_follow_up(query)) else []
@@ -165,7 +175,7 @@ class AnswerService:
         for note in reversed(translation_notes):  # after the cache: an answer kept is shared by every language
             if note not in answer.notes:  # a question that could not be translated was tried again by the pipeline
                 answer = answer.with_note(note, first=True)
-        answer = _with_care_notes(renumber(answer, state.numbers), question, research_follow_up).updated(
+        answer = _with_care_notes(renumber(answer, state.numbers), question, research_follow_up, english).updated(
             kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
             conversation_id=state.conversation_id,
             **({"timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}} if cached else {}))
@@ -309,10 +319,13 @@ def fixed_answer(question: Any, max_question_chars: int) -> Answer | None:
 
 
 def _fixed(question: str, redacted: list[str], started: float, follow_up: bool = False,
-           certain: bool = False) -> Answer | None:
+           certain: bool = False, decision: CrisisDecision | None = None) -> Answer | None:
     """The fixed reply's answer object, or None; `certain`: the emergency reply to a message the check found
-    possible danger in (a conversation that began with an emergency)."""
-    fixed = ("emergency", emergency_reply_for(question)) if certain else fixed_reply(question, follow_up)
+    possible danger in (a conversation that began with an emergency); `decision`: the emergency reply it says."""
+    if decision is not None:
+        fixed = ("emergency", crisis_reply(decision))
+    else:
+        fixed = ("emergency", emergency_reply_for(question)) if certain else fixed_reply(question, follow_up)
     if not fixed:
         return None
     kind, text = fixed
@@ -320,7 +333,8 @@ def _fixed(question: str, redacted: list[str], started: float, follow_up: bool =
                   timings_ms={"total": round((time.perf_counter() - started) * 1000, 1)})
 
 
-def _with_care_notes(answer: Answer, question: str, research_follow_up: bool = False) -> Answer:
+def _with_care_notes(answer: Answer, question: str, research_follow_up: bool = False,
+                     english: str | None = None) -> Answer:
     """The answer, with personal data its text holds redacted (as the question's is), and a not-medical-advice
     note for a question about someone's own care; each named in the flags and notes."""
     flags, notes = dict(answer.flags), list(answer.notes)
@@ -332,7 +346,7 @@ def _with_care_notes(answer: Answer, question: str, research_follow_up: bool = F
         flags["personal_question"] = True
         notes.insert(0, NOT_MEDICAL_ADVICE)
     # a follow-up in a conversation about research naming no one is judged as the emergency check judges it
-    safety = safety_line(check_crisis(question, follow_up=research_follow_up))
+    safety = safety_line(check_crisis_read_in_english(question, english, follow_up=research_follow_up))
     if safety:  # the question may describe someone in danger now: the crisis line goes above the answer
         flags["possible_emergency"] = True
     return answer.updated(answer=shown if kinds else answer.answer, flags=flags, notes=notes,

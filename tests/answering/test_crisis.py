@@ -202,6 +202,25 @@ def test_labelled_set_no_crisis_missed_and_few_false_alarms_on_the_held_aside_se
     assert pubmedqa.get("false_alarms", 0) <= 5 and pubmedqa.get("crisis_lines", 0) <= 5  # of 250
 
 
+def test_read_in_english_too_no_held_aside_crisis_is_missed():
+    """The check as the answering service makes it: a message in another language read in English too, from the
+    embedded model's recorded translations. Counted once (2026-11-30), after the way of reading them was chosen on
+    the tuning sets: no crisis of the held-aside sets missed (fresh_4's one miss, printed by design before, is
+    caught), 12 more of them given the emergency reply instead of only the line (38 -> 26); for that, one more
+    everyday chat message given the emergency reply (2 -> 3 of 770) and 23 more the crisis line (89 -> 112)."""
+    from pmc_rag.evaluation.crisis import run_crisis
+    from pmc_rag.evaluation.crisis_translations import recorded_translations
+
+    report = run_crisis(progress=False, translations=recorded_translations())
+    counts = {name: checks["rules + exemplars + classifier"] for name, checks in report["counts"].items()}
+    assert sum(counts[name].get("misses", 0) for name in HELD_ASIDE_SETS) == 0
+    assert sum(counts[name].get("possible_only", 0) for name in HELD_ASIDE_SETS) <= 26
+    assert not [name for name in counts if name not in HELD_ASIDE_SETS and counts[name].get("misses", 0)]
+    assert counts["chat_held_aside"].get("false_alarms", 0) <= 3 and counts["chat_held_aside"]["crisis_lines"] <= 112
+    assert counts["fresh_7"].get("false_alarms", 0) <= 4 and counts["fresh_8"].get("false_alarms", 0) <= 3
+    assert counts["pubmedqa_dev_odd"].get("false_alarms", 0) == 0  # English: read as typed only
+
+
 def test_the_crisis_classifier_learns_and_reads_its_weights_without_a_library(tmp_path):
     from pmc_rag.answering.crisis_classifier import CrisisClassifier, features, train_crisis_classifier
 
@@ -321,8 +340,10 @@ def test_a_wish_the_classifier_reads_as_research_gets_the_crisis_line_with_the_a
 def test_left_out_is_given_with_the_crisis_check_or_refused(capsys):
     from pmc_rag import cli
 
-    assert cli.main(["eval", "--left-out"]) != 0
-    assert "--left-out judges the crisis check's tuning sets: give it with --crisis" in capsys.readouterr().err
+    for option in ("--left-out", "--read-in-english"):
+        assert cli.main(["eval", option]) != 0
+        assert "--left-out and --read-in-english judge the crisis check: give them with --crisis" in \
+            capsys.readouterr().err
 
 
 def test_the_left_out_table_sums_each_classifier_over_the_sets():
@@ -358,8 +379,19 @@ def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
     the emergency reply, 321 the crisis line (485 with meaning everywhere); the sealed sets take no part."""
     from pmc_rag.evaluation.crisis import run_left_out
 
-    counts = run_left_out(ExemplarLayer.load())
+    from pmc_rag.evaluation.crisis import READ_IN_ENGLISH_KIND
+    from pmc_rag.evaluation.crisis_translations import recorded_translations
+
+    counts = run_left_out(ExemplarLayer.load(), recorded_translations())
     assert not [key for key in counts if key.split(" | ")[0] in HELD_ASIDE_SETS]
+    # read in English too, raised one step at most (2026-11-30): 2 missed, 14 emergency replies, 354 lines
+    both = {}
+    for key, tally in counts.items():
+        if key.endswith("| " + READ_IN_ENGLISH_KIND):
+            for name, value in tally.items():
+                both[name] = both.get(name, 0) + value
+    assert both.get("crisis none", 0) <= 2 and both.get("research emergency", 0) <= 14
+    assert both.get("research line", 0) <= 354
     meaning = {}
     for key, tally in counts.items():
         if key.endswith("| words + meaning in English"):

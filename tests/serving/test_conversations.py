@@ -199,3 +199,18 @@ def test_a_question_that_cannot_be_translated_is_searched_as_asked_with_one_note
                          ).json()["result"]
     failed = [n for n in answer["notes"] if "could not be translated" in n]
     assert len(failed) == 1 and answer["notes"][0] == failed[0]
+
+
+def test_an_emergency_in_another_language_gets_the_emergency_reply_through_its_translation(client):
+    # As typed, the crisis check reads Dutch less surely than English: this got only the crisis line above an
+    # answer. The service translates a question in another language anyway, and the check reads that too.
+    answer = client.post("/rag/run", json={"question": "Mijn vader is flauwgevallen en reageert niet meer"}
+                         ).json()["result"]
+    assert answer["kind"] == "emergency", answer
+    assert answer["answer"].startswith("This sounds like an emergency")
+    assert not answer["references"]
+    # a research question in the same language is answered, searched in English
+    research = client.post("/rag/run", json={
+        "question": "¿Es eficaz el erlotinib como primer tratamiento en el cáncer de pulmón con mutación de EGFR?"}
+                           ).json()["result"]
+    assert research["kind"] == "answer" and not research["safety"]
