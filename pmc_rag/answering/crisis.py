@@ -27,6 +27,10 @@ certain (`CrisisDecision.possible`): the question is answered, with a one-line c
 (`safety_line`). Only a wish to die, or an emergency described as happening that the classifier does not call
 research, or an unsure rule the classifier confirms, gets the emergency reply instead of an answer.
 
+A message in another language is read in English too, where the answering service has translated it
+(`check_crisis_read_in_english`): the translation may raise the decision one step (to the crisis line, or from it to
+the emergency reply), never lower it.
+
 A miss is worse than a false alarm, so where a rule is unsure the message is a crisis. Figures on a labelled set
 (`evaluation/datasets/crisis_messages.json`) come from `pmc-rag eval --crisis`.
 
