@@ -384,14 +384,15 @@ def test_each_tuning_set_left_out_is_judged_by_a_check_that_never_saw_it():
 
     counts = run_left_out(ExemplarLayer.load(), recorded_translations())
     assert not [key for key in counts if key.split(" | ")[0] in HELD_ASIDE_SETS]
-    # read in English too, raised one step at most (2026-11-30): 2 missed, 14 emergency replies, 354 lines
+    # read in English too, raised one step at most, and the English reading deciding where only the classifier's
+    # reading of the typed words saw danger (2026-11-30): 2 missed, 14 emergency replies, 234 lines
     both = {}
     for key, tally in counts.items():
         if key.endswith("| " + READ_IN_ENGLISH_KIND):
             for name, value in tally.items():
                 both[name] = both.get(name, 0) + value
     assert both.get("crisis none", 0) <= 2 and both.get("research emergency", 0) <= 14
-    assert both.get("research line", 0) <= 354
+    assert both.get("research line", 0) <= 234
     meaning = {}
     for key, tally in counts.items():
         if key.endswith("| words + meaning in English"):
@@ -487,7 +488,12 @@ def test_a_message_in_another_language_is_read_in_english_too():
     # translation reads (the embedded model mistranslates short everyday messages)
     raised = check_crisis_read_in_english("Ho visto Matrix", "My son swallowed his grandmother's pills")
     assert not check_crisis("Ho visto Matrix").possible and raised.possible and not raised.crisis
-    # the typed reading stands where it is as serious: in the message's language, never lowered by a translation
+    # where only the classifier's reading of the typed words saw danger, the English reading decides: it learned few
+    # everyday messages in other languages, and scored this one as possible danger
+    avogadro = "qual è il numero di avogadro"
+    assert check_crisis(avogadro).possible
+    assert not check_crisis_read_in_english(avogadro, "What is Avogadro's number?").possible
+    # otherwise the typed reading stands where it is as serious: in the message's language, not lowered
     french = check_crisis_read_in_english("je veux me suicider", "I like the sea")
     assert french.crisis and french.language == "fr" and "read in English" not in french.reason
     # research stays research both ways; no translation (an English message) is the typed check itself
