@@ -200,7 +200,12 @@ def judged_words(question: str) -> list[str]:
 
 def english_probability(text: str) -> float:
     """py3langid's probability that `text`, read whole, is English (0-1)."""
-    return dict(_identifier().rank(text)).get("en", 0.0)
+    return language_probabilities(text).get("en", 0.0)
+
+
+def language_probabilities(text: str) -> dict[str, float]:
+    """py3langid's probability of each language for `text`, read whole (language code -> 0-1)."""
+    return dict(_identifier().rank(text))
 
 
 @lru_cache(maxsize=1)

@@ -30,6 +30,15 @@ _EMERGENCY = {
     "es": "Esto parece una urgencia. Llame ahora al 112 (911 en América) o vaya al servicio de urgencias más cercano. "
           "Quien atienda la llamada le dirá qué hacer hasta que llegue la ayuda. Este servicio resume artículos de "
           "investigación y no puede ayudar en una urgencia.",
+    "it": "Sembra un'emergenza. Chiami subito il 112 o vada al pronto soccorso più vicino. L'operatore le dirà "
+          "cosa fare finché arrivano i soccorsi. Questo servizio riassume articoli di ricerca e non può aiutare in "
+          "un'emergenza.",
+    "nl": "Dit klinkt als een noodsituatie. Bel nu 112 of ga naar de dichtstbijzijnde spoedeisende hulp. De "
+          "meldkamer vertelt u wat u kunt doen tot de hulp er is. Deze dienst vat onderzoeksartikelen samen en kan "
+          "in een noodsituatie niet helpen.",
+    "pt": "Isto parece uma emergência. Ligue já para o 112 (192 no Brasil) ou vá à urgência mais próxima. Quem "
+          "atender dirá o que fazer até chegar ajuda. Este serviço resume artigos de investigação e não pode ajudar "
+          "numa emergência.",
 }
 _POISON_LINE = (" For a poisoning or overdose you can also call a poison centre (1-800-222-1222 in the US), but call "
                 "the emergency number first if the person is drowsy, not breathing normally or having a seizure.")
@@ -52,6 +61,20 @@ _CRISIS_LINE = {
           "llamando al 024 (línea de atención a la conducta suicida en España, gratuita, 24 horas) o al 112 si "
           "usted u otra persona está en peligro ahora. Si se trata de otra persona, quédese con ella si puede y "
           "pida ayuda. Este servicio solo busca artículos de investigación.",
+    # Telefono Amico Italia: every day 10:00-24:00; 113 Zelfmoordpreventie: day and night, free (both numbers);
+    # Portugal's national suicide prevention line 1411 (24 hours, since 2025-09-10); Brazil's CVV 188 (free).
+    "it": "Mi dispiace davvero che stia attraversando tutto questo. Non deve affrontarlo da solo/a: può parlare con "
+          "qualcuno chiamando Telefono Amico Italia allo 02 2327 2327 (ogni giorno dalle 10 alle 24), oppure il 112 "
+          "se lei o un'altra persona è in pericolo adesso. Se si tratta di un'altra persona, resti con lei se può e "
+          "chiami aiuto. Questo servizio cerca soltanto articoli di ricerca.",
+    "nl": "Het spijt me heel erg dat u dit doormaakt. U hoeft het niet alleen te doen: praat nu met iemand van 113 "
+          "Zelfmoordpreventie, gratis en anoniem, dag en nacht: bel 113 of 0800-0113, of chat via 113.nl. Bel 112 "
+          "als u of iemand anders nu in gevaar is. Gaat het om iemand anders, blijf dan bij die persoon als het kan "
+          "en haal hulp. Deze dienst zoekt alleen in onderzoeksartikelen.",
+    "pt": "Lamento muito que esteja a passar por isto. Não tem de enfrentar isto sozinho/a: pode falar agora com "
+          "alguém pela linha de prevenção do suicídio 1411 (Portugal, 24 horas) ou pelo CVV, 188 (Brasil, "
+          "gratuito). Ligue 112 (192 no Brasil) se você ou outra pessoa estiver em perigo agora. Se se trata de "
+          "outra pessoa, fique com ela se puder e peça ajuda. Este serviço apenas procura artigos de investigação.",
 }
 
 
@@ -67,6 +90,14 @@ _SAFETY_LINE = {
           "zusammen und kann in einem Notfall nicht helfen.",
     "es": "Si usted o alguien con usted puede estar en peligro ahora, llame al 112 (911 en América); si piensa en "
           "quitarse la vida, llame al 024. Lo que sigue resume investigaciones y no puede ayudar en una urgencia.",
+    "it": "Se lei o qualcuno vicino a lei può essere in pericolo adesso, chiami il 112; se pensa di togliersi la "
+          "vita, Telefono Amico Italia allo 02 2327 2327. Quanto segue riassume ricerche e non può aiutare in "
+          "un'emergenza.",
+    "nl": "Als u of iemand bij u nu in gevaar kan zijn, bel 112; denkt u aan zelfdoding, bel dan gratis 113 of "
+          "0800-0113. Wat volgt vat onderzoek samen en kan in een noodsituatie niet helpen.",
+    "pt": "Se você ou alguém consigo pode estar em perigo agora, ligue 112 (192 no Brasil); se pensa em pôr fim à "
+          "vida, ligue 1411 (Portugal) ou 188 (CVV, Brasil). O que se segue resume investigação e não pode ajudar "
+          "numa emergência.",
 }
 
 
@@ -77,7 +108,8 @@ def safety_line(decision: CrisisDecision) -> str | None:
 
 
 def crisis_reply(decision: CrisisDecision) -> str | None:
-    """The reply to a crisis, in the message's language (English where it is not French, German or Spanish);
+    """The reply to a crisis, in the message's language (English where it is not French, German, Spanish,
+    Italian, Dutch or Portuguese);
     None when the decision is not a crisis."""
     if not decision.crisis:
         return None

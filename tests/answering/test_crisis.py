@@ -484,7 +484,7 @@ def test_a_message_in_another_language_is_read_in_english_too():
     assert not check_crisis(dutch).crisis and check_crisis(english).crisis
     read = check_crisis_read_in_english(dutch, english)
     assert read.crisis and read.category == "collapse_unresponsive" and english in read.reason
-    assert crisis_reply(read).startswith("This sounds like an emergency")
+    assert read.language == "nl" and crisis_reply(read).startswith("Dit klinkt als een noodsituatie. Bel nu 112")
     # one step at most: a message that read as nothing gets the crisis line, not the emergency reply, however its
     # translation reads (the embedded model mistranslates short everyday messages)
     raised = check_crisis_read_in_english("Ho visto Matrix", "My son swallowed his grandmother's pills")
@@ -501,3 +501,28 @@ def test_a_message_in_another_language_is_read_in_english_too():
     assert not check_crisis_read_in_english("Il vaccino antinfluenzale riduce i ricoveri negli anziani?",
                                             "Does the flu vaccine reduce hospitalizations in the elderly?").possible
     assert check_crisis_read_in_english(english, None) == check_crisis(english)
+
+
+@pytest.mark.parametrize("message, english, language, reply_start, number", [
+    ("Mia madre è caduta e non si sveglia più", "My mother fell and won't wake up", "it", "Sembra un'emergenza",
+     "112"),
+    ("voglio morire, non ce la faccio più", "I want to die, I can't take it anymore", "it", "Mi dispiace davvero",
+     "02 2327 2327"),
+    ("Ik wil niet meer leven", "I don't want to live anymore", "nl", "Het spijt me heel erg", "0800-0113"),
+    ("Meu filho engoliu os comprimidos da avó e não acorda", "My son swallowed his grandmother's pills and won't "
+     "wake up", "pt", "Isto parece uma emergência", "192"),
+    ("Quero morrer, já escrevi as cartas de despedida", "I want to die, I already wrote the goodbye letters", "pt",
+     "Lamento muito", "188"),
+    ("mi hijo no puede respirar", None, "es", "Esto parece una urgencia", "112"),
+    ("My son has difficulty breathing right now", None, "en", "This sounds like an emergency", "911"),
+])
+def test_replies_are_in_the_message_s_language_for_seven_languages(message, english, language, reply_start, number):
+    """py3langid tells the reply's language (the French, German and Spanish word lists it replaced were right for
+    three messages in five of the labelled sets); Italian, Dutch and Portuguese replies name their own lines. The
+    English is what the service's translator gives the check to read too."""
+    from pmc_rag.answering.crisis import check_crisis_read_in_english
+
+    decision = check_crisis_read_in_english(message, english)
+    assert decision.crisis and decision.language == language, decision
+    reply = crisis_reply(decision)
+    assert reply.startswith(reply_start) and number in reply

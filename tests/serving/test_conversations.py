@@ -207,7 +207,7 @@ def test_an_emergency_in_another_language_gets_the_emergency_reply_through_its_t
     answer = client.post("/rag/run", json={"question": "Mijn vader is flauwgevallen en reageert niet meer"}
                          ).json()["result"]
     assert answer["kind"] == "emergency", answer
-    assert answer["answer"].startswith("This sounds like an emergency")
+    assert answer["answer"].startswith("Dit klinkt als een noodsituatie. Bel nu 112")  # in Dutch
     assert not answer["references"]
     # a research question in the same language is answered, searched in English
     research = client.post("/rag/run", json={
