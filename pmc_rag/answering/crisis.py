@@ -29,7 +29,7 @@ research, or an unsure rule the classifier confirms, gets the emergency reply in
 
 A message in another language is read in English too, where the answering service has translated it
 (`check_crisis_read_in_english`): the translation may raise the decision one step (to the crisis line, or from it to
-the emergency reply), never lower it.
+the emergency reply), and lowers only a crisis line that the classifier's reading of the typed words gave alone.
 
 A miss is worse than a false alarm, so where a rule is unsure the message is a crisis. Figures on a labelled set
 (`evaluation/datasets/crisis_messages.json`) come from `pmc-rag eval --crisis`.
