@@ -116,13 +116,14 @@ class AnswerService:
         # conversation reads it, so that a follow-up ("¿Y sus efectos secundarios?") is known as one and its topic is
         # searched in the papers' language.
         english, translation_notes = self.in_english(question) if not fixed else (question, [])
-        decision = check_crisis_read_in_english(question, english)
-        if not fixed and decision.crisis:  # danger read only in the translation
+        read = None if fixed else check_crisis_read_in_english(question, english)  # the answer's care notes reuse it
+        decision = read
+        if decision is not None and decision.crisis:  # danger read only in the translation
             if self._continues_a_conversation(english, conversation_id, history):
                 decision = check_crisis_read_in_english(question, english, follow_up=True)
             if decision.crisis:
                 fixed = _fixed(question, redacted, started, decision=decision)
-        possible = not fixed and decision.possible
+        possible = not fixed and decision is not None and decision.possible
         if possible and self._follows_an_emergency(conversation_id, history):
             # possible danger in a conversation that began in danger ("my wife is bleeding after the birth", then
             # "What about perinatal bleeding?") is that danger still
@@ -132,8 +133,8 @@ class AnswerService:
             log.info("%s status=200 kind=%s", self.name, fixed.kind)
             return fixed
         try:
-            return self._answer(started, question, (english, translation_notes), redacted, haystack_filters, top_k,
-                                conversation_id, history, stream, on_token,
+            return self._answer(started, question, (english, translation_notes, read), redacted, haystack_filters,
+                                top_k, conversation_id, history, stream, on_token,
                                 research_follow_up=possible and self._continues_a_conversation(
                                     question, conversation_id, history))
         except Refused:
@@ -144,7 +145,8 @@ class AnswerService:
                 raise self._stopped(str(stop), question) from None
             raise unavailable(self.name, error) from error
 
-    def _answer(self, started: float, question: str, translated: tuple[str, list[str]], redacted: list[str],
+    def _answer(self, started: float, question: str, translated: tuple[str, list[str], CrisisDecision | None],
+                redacted: list[str],
                 haystack_filters: dict | None, top_k: int | None, conversation_id: str | None, history: Any,
                 stream: AnswerProgress | None, on_token: Any, research_follow_up: bool = False) -> Answer:
         state = self._conversation(conversation_id)
@@ -152,7 +154,7 @@ class AnswerService:
             state.questions, state.numbers, state.cited_per_turn = history
         if stream is not None:
             stream.numbers = state.numbers
-        english, translation_notes = translated
+        english, translation_notes, read = translated
         query = standalone_query(english, state.questions)
         papers = topic_papers(state.questions, state.cited_per_turn) if (
             self.follow_ups_from_topic_papers and is_follow_up(query)) else []
@@ -175,7 +177,8 @@ class AnswerService:
         for note in reversed(translation_notes):  # after the cache: an answer kept is shared by every language
             if note not in answer.notes:  # a question that could not be translated was tried again by the pipeline
                 answer = answer.with_note(note, first=True)
-        answer = _with_care_notes(renumber(answer, state.numbers), question, research_follow_up, english).updated(
+        answer = _with_care_notes(renumber(answer, state.numbers), question, research_follow_up, english,
+                                  read).updated(
             kind="answer", question=question, standalone_query=query, redacted=redacted, cached=cached,
             conversation_id=state.conversation_id,
             **({"timings_ms": {"total": round((time.perf_counter() - started) * 1000, 1)}} if cached else {}))
@@ -334,9 +337,10 @@ def _fixed(question: str, redacted: list[str], started: float, follow_up: bool =
 
 
 def _with_care_notes(answer: Answer, question: str, research_follow_up: bool = False,
-                     english: str | None = None) -> Answer:
+                     english: str | None = None, read: CrisisDecision | None = None) -> Answer:
     """The answer, with personal data its text holds redacted (as the question's is), and a not-medical-advice
-    note for a question about someone's own care; each named in the flags and notes."""
+    note for a question about someone's own care; each named in the flags and notes. `read`: the crisis check of
+    the question (and its translation `english`) already made, when not a research follow-up."""
     flags, notes = dict(answer.flags), list(answer.notes)
     shown, kinds = redact_personal_data(answer.answer or "")
     if kinds:
@@ -346,7 +350,9 @@ def _with_care_notes(answer: Answer, question: str, research_follow_up: bool = F
         flags["personal_question"] = True
         notes.insert(0, NOT_MEDICAL_ADVICE)
     # a follow-up in a conversation about research naming no one is judged as the emergency check judges it
-    safety = safety_line(check_crisis_read_in_english(question, english, follow_up=research_follow_up))
+    if read is None or research_follow_up:
+        read = check_crisis_read_in_english(question, english, follow_up=research_follow_up)
+    safety = safety_line(read)
     if safety:  # the question may describe someone in danger now: the crisis line goes above the answer
         flags["possible_emergency"] = True
     return answer.updated(answer=shown if kinds else answer.answer, flags=flags, notes=notes,
