@@ -14,7 +14,8 @@ uploads), and is judged against the gold, never by the component that wrote the 
   of one of the gold conclusion's sentences (word stems, `citations.content_words`);
 - `turned away`: "the indexed papers do not answer this question" (flag `not_answered`) with nothing shown;
 - `related only`: not answered, with the closest papers' findings quoted and labelled as related (flag
-  `related_findings`); such an answer counts as stating the gold finding when it quotes it, and the column
+  `related_findings`), or answered with findings labelled as related because no cited paper tests the question
+  (flag `related_only`, `rag_scoped.yml` only); such an answer counts as stating the gold finding when it quotes it, and the column
   `of which as related` says how many of those did;
 - `emergency`: answered with the emergency reply (none of these questions is one).
 
@@ -70,12 +71,15 @@ def judged(question: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     sources = [s["source_id"] for s in answer.get("sources", []) if s.get("found_by")]
     flags = answer.get("flags", {})
     stated = states_gold(answer, question["gold_paper"], question["gold_sentences"])
+    # Either way of saying "these findings are related, not the answer": the gate's (nothing answered) or
+    # AnswerScope's (`rag_scoped.yml`: answered, but no cited paper joins the question's subjects).
+    related = bool(flags.get("related_findings") or flags.get("related_only"))
     return {"id": question["id"], "set": question["set"], "source": question["source"],
             "gold_first": bool(sources) and sources[0] == question["gold_paper"],
             "cites_gold": question["gold_paper"] in {r["source_id"] for r in answer.get("references", [])},
-            "states_gold": stated, "states_gold_as_related": stated and bool(flags.get("related_findings")),
+            "states_gold": stated, "states_gold_as_related": stated and related,
             "turned_away": bool(flags.get("not_answered")) and not flags.get("related_findings"),
-            "related_only": bool(flags.get("related_findings")),
+            "related_only": related,
             "emergency": answer.get("kind") == "emergency"}
 
 

@@ -62,6 +62,14 @@ def test_an_answer_states_the_gold_finding_only_citing_the_gold_paper_with_its_w
                   "gold_sentences": GOLD}, related)
     # the finding was shown, labelled as related: not turned away, and counted apart
     assert row["states_gold"] and row["states_gold_as_related"] and row["related_only"] and not row["turned_away"]
+    # AnswerScope's label (rag_scoped.yml): answered, its findings labelled as related, counted as related too
+    scoped = answer("None of the papers found tests this question directly; their closest findings are related, "
+                    "not an answer: EGFR tyrosine kinase inhibition is a first line treatment of choice for advanced "
+                    "lung adenocarcinoma with an activating EGFR mutation [1].", ["PMC4816447"],
+                    flags={"related_only": True})
+    row = judged({"id": "x", "set": "plain_tuning", "source": "full_text", "gold_paper": "PMC4816447",
+                  "gold_sentences": GOLD}, scoped)
+    assert row["states_gold_as_related"] and row["related_only"] and not row["turned_away"]
 
 
 def test_directions_are_judged_against_the_gold_verdict_and_shown_only_above_the_threshold():
