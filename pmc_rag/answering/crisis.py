@@ -49,7 +49,7 @@ import os
 import re
 import threading
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -217,6 +217,9 @@ class CrisisDecision:
     language: str
     reason: str
     possible: bool = False  # not certain enough for the emergency reply: answered, with `safety_line` on top
+    # only the classifier's reading of the words found danger possible (no rule, no exemplar): the one decision
+    # a message's English translation may lower (`check_crisis_read_in_english`)
+    classifier_alone: bool = False
 
 
 def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, follow_up: bool = False
@@ -258,7 +261,7 @@ def check_crisis(message: str, exemplars: "ExemplarLayer | None" = None, *, foll
                                   f"the rules: {unsure.reason})")
         return unsure if likely is None or likely >= CONFIRMED_FROM else _possible(unsure, unsure.category)
     if likely is not None and likely >= POSSIBLE_FROM and not (follow_up and not _PERSON.search(text)):
-        return _possible(decision, None)
+        return replace(_possible(decision, None), classifier_alone=True)
     return decision
 
 
@@ -284,7 +287,7 @@ def check_crisis_read_in_english(message: str, english: str | None, exemplars: E
     if not english or english == message:
         return typed
     translated = check_crisis(english, exemplars, follow_up=follow_up)
-    if typed.reason == _CLASSIFIER_ALONE and not (translated.crisis or translated.possible):
+    if typed.classifier_alone and not (translated.crisis or translated.possible):
         return CrisisDecision(False, None, typed.language, f"read in English, as {english!r}: {translated.reason} "
                               f"(as typed: {typed.reason})")
     if _seriousness(translated) <= _seriousness(typed):
@@ -331,8 +334,6 @@ def _possible(decision: CrisisDecision, category: str | None) -> CrisisDecision:
 
 _RESEARCH_REASON = "reads as research"
 _NO_EMERGENCY = "no emergency described"
-# The reason of a decision only the classifier's reading of the words made (`check_crisis`, its last step).
-_CLASSIFIER_ALONE = f"possible danger ({_NO_EMERGENCY})"
 
 # The exemplar layer is asked only about a message with a word of danger, a body or a means of harm in it: short
 # messages on anything else ("my code crashed", "Why would this stream fail?") sit as near the conversational crisis

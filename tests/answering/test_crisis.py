@@ -492,7 +492,8 @@ def test_a_message_in_another_language_is_read_in_english_too():
     # where only the classifier's reading of the typed words saw danger, the English reading decides: it learned few
     # everyday messages in other languages, and scored this one as possible danger
     avogadro = "qual è il numero di avogadro"
-    assert check_crisis(avogadro).possible
+    assert check_crisis(avogadro).possible and check_crisis(avogadro).classifier_alone
+    assert not check_crisis("Ho visto Matrix").classifier_alone and not check_crisis(english).classifier_alone
     assert not check_crisis_read_in_english(avogadro, "What is Avogadro's number?").possible
     # otherwise the typed reading stands where it is as serious: in the message's language, not lowered
     french = check_crisis_read_in_english("je veux me suicider", "I like the sea")
