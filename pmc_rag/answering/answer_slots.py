@@ -46,6 +46,11 @@ class AnswerSlots:
 
     @contextlib.contextmanager
     def turn(self, lifetime: RequestLifetime) -> Iterator[None]:
+        """Wait for a turn and hold it for the block. A request that holds one already (its translation took it,
+        and its answer follows) goes on in it: one request, one turn."""
+        if lifetime.holds_turn:
+            yield
+            return
         with self._lock:
             if self._admitted >= self.running + self.queued:
                 raise self._busy(f"{self._admitted} answers are being written or waiting")
@@ -57,9 +62,11 @@ class AnswerSlots:
                     raise AnswerStopped("the client went away while its answer waited for a turn", 499)
                 if time.monotonic() >= give_up_at:
                     raise self._busy(f"this answer waited {time.monotonic() - lifetime.started:.0f} s for a turn")
+            lifetime.holds_turn = True
             try:
                 yield
             finally:
+                lifetime.holds_turn = False
                 self._turns.release()
         finally:
             with self._lock:

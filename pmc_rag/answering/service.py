@@ -114,24 +114,35 @@ class AnswerService:
             fixed = _fixed(question, redacted, started, follow_up=True)
         # A question in another language is put into English before the crisis check's second reading and before the
         # conversation reads it, so that a follow-up ("¿Y sus efectos secundarios?") is known as one and its topic is
-        # searched in the papers' language.
-        english, translation_notes = self.in_english(question) if not fixed else (question, [])
-        read = None if fixed else check_crisis_read_in_english(question, english)  # the answer's care notes reuse it
+        # searched in the papers' language. The translation asks the model, so it waits its turn in the answer queue
+        # as the answer does, and the answer goes on in that turn.
+        if fixed:
+            return self._fixed_reply(question, fixed, conversation_id)
+        if self.slots is not None and self.translates(question):
+            with self.slots.turn(current_lifetime.get()):
+                return self._read_and_answer(started, question, redacted, haystack_filters, top_k, conversation_id,
+                                             history, stream, on_token)
+        return self._read_and_answer(started, question, redacted, haystack_filters, top_k, conversation_id, history,
+                                     stream, on_token)
+
+    def _read_and_answer(self, started: float, question: str, redacted: list[str], haystack_filters: dict | None,
+                         top_k: int | None, conversation_id: str | None, history: Any,
+                         stream: AnswerProgress | None, on_token: Any) -> Answer:
+        """The question put into English where it is not, checked for danger in both readings, then answered."""
+        english, translation_notes = self.in_english(question)
+        read = check_crisis_read_in_english(question, english)  # the answer's care notes reuse it
         decision = read
-        if decision is not None and decision.crisis:  # danger read only in the translation
-            if self._continues_a_conversation(english, conversation_id, history):
-                decision = check_crisis_read_in_english(question, english, follow_up=True)
-            if decision.crisis:
-                fixed = _fixed(question, redacted, started, decision=decision)
-        possible = not fixed and decision is not None and decision.possible
+        if decision.crisis and self._continues_a_conversation(english, conversation_id, history):
+            decision = check_crisis_read_in_english(question, english, follow_up=True)
+        # danger read only in the translation (the typed words alone gave no fixed reply)
+        fixed = _fixed(question, redacted, started, decision=decision) if decision.crisis else None
+        possible = not fixed and decision.possible
         if possible and self._follows_an_emergency(conversation_id, history):
             # possible danger in a conversation that began in danger ("my wife is bleeding after the birth", then
             # "What about perinatal bleeding?") is that danger still
             fixed = _fixed(question, redacted, started, certain=True)
         if fixed:
-            self._audit(question, 200, fixed, conversation_id)
-            log.info("%s status=200 kind=%s", self.name, fixed.kind)
-            return fixed
+            return self._fixed_reply(question, fixed, conversation_id)
         try:
             return self._answer(started, question, (english, translation_notes, read), redacted, haystack_filters,
                                 top_k, conversation_id, history, stream, on_token,
@@ -190,13 +201,23 @@ class AnswerService:
                  ", ".join(f"{stage}: {ms:.0f}" for stage, ms in answer.timings_ms.items()), len(answer.references))
         return answer
 
-    def in_english(self, question: str) -> tuple[str, list[str]]:
-        """The question in English and the note saying so, by the pipeline's `QuestionTranslator`; the question
-        as asked and no note when it is English or the pipeline has no translator."""
+    def _fixed_reply(self, question: str, fixed: Answer, conversation_id: str | None) -> Answer:
+        self._audit(question, 200, fixed, conversation_id)
+        log.info("%s status=200 kind=%s", self.name, fixed.kind)
+        return fixed
+
+    def translates(self, question: str) -> bool:
+        """Whether the pipeline's `QuestionTranslator` would put the question into English (it is in another
+        language); False where the pipeline has none."""
         if self._translator is None:
             self._translator = next((c for _, c in self.pipeline.pipeline.walk() if isinstance(c, QuestionTranslator)),
                                     False)
-        if not self._translator or self._translator.language(question) is None:
+        return bool(self._translator) and self._translator.language(question) is not None
+
+    def in_english(self, question: str) -> tuple[str, list[str]]:
+        """The question in English and the note saying so, by the pipeline's `QuestionTranslator`; the question
+        as asked and no note when it is English or the pipeline has no translator."""
+        if not self.translates(question):
             return question, []
         self.warm_up()
         translated = self._translator.run(question=question)
