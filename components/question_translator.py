@@ -145,6 +145,13 @@ class QuestionTranslator:
             f"Asked in {name}: searched and answered in English, the language of the papers, as \"{english}\" "
             "(a model's translation)."]}
 
+    def remembers(self, question: str) -> bool:
+        """Whether `run` would answer from memory, without asking the model (a translation made, or a failure
+        within the last `FAILURE_REMEMBERED_S`)."""
+        with self._lock:
+            english, when = self._memo.get(question, (None, -FAILURE_REMEMBERED_S - 1.0))
+            return english is not None or time.monotonic() - when < FAILURE_REMEMBERED_S
+
     def _remembered(self, question: str) -> str | None:
         """`_translated`, remembered: the answering service translates a question before its crisis check and the
         pipeline's run then reads it again; a model that failed or timed out was asked twice (two 30 s waits). A

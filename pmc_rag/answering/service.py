@@ -114,11 +114,11 @@ class AnswerService:
             fixed = _fixed(question, redacted, started, follow_up=True)
         # A question in another language is put into English before the crisis check's second reading and before the
         # conversation reads it, so that a follow-up ("¿Y sus efectos secundarios?") is known as one and its topic is
-        # searched in the papers' language. The translation asks the model, so it waits its turn in the answer queue
-        # as the answer does, and the answer goes on in that turn.
+        # searched in the papers' language. A translation not remembered asks the model, so it waits its turn in the
+        # answer queue as the answer does, and the answer goes on in that turn.
         if fixed:
             return self._fixed_reply(question, fixed, conversation_id)
-        if self.slots is not None and self.translates(question):
+        if self.slots is not None and self.translates(question) and not self._translator.remembers(question):
             with self.slots.turn(current_lifetime.get()):
                 return self._read_and_answer(started, question, redacted, haystack_filters, top_k, conversation_id,
                                              history, stream, on_token)

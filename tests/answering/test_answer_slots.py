@@ -39,6 +39,9 @@ class _Translator(QuestionTranslator):
         self.held.append(self.lifetime.holds_turn)
         return {"question": "Is erlotinib effective as first-line treatment?", "notes": ["Asked in Spanish"]}
 
+    def remembers(self, question: str) -> bool:
+        return len(self.held) > 1  # from its second reading on, as a translation made before would be
+
 
 def test_a_question_in_another_language_is_translated_inside_a_turn_of_the_queue(monkeypatch):
     lifetime = RequestLifetime(deadline_s=5)
@@ -55,5 +58,8 @@ def test_a_question_in_another_language_is_translated_inside_a_turn_of_the_queue
         assert service.answer("Is erlotinib effective as first-line treatment?") == "answer"
         assert translator.held == [True]  # an English question is not translated and takes no turn before its answer
         assert answered == [True, False]
+        translator.held.append(True)  # a translation the translator remembers asks no model: no turn before it
+        assert service.answer("¿Es eficaz el erlotinib como primer tratamiento?") == "answer"
+        assert translator.held[-1] is False and answered == [True, False, False]
     finally:
         current_lifetime.reset(token)

@@ -98,15 +98,18 @@ def test_a_question_read_twice_asks_the_model_once_and_a_failure_is_asked_again_
 
     model = FakeTranslatingGenerator(json.dumps({"english": ENGLISH}))
     translator = QuestionTranslator(chat_generator=model)
+    assert not translator.remembers(SPANISH)
     assert translator.run(question=SPANISH) == translator.run(question=SPANISH)
-    assert len(model.asked) == 1
+    assert len(model.asked) == 1 and translator.remembers(SPANISH)
     failing = FakeTranslatingGenerator(None)
     translator = QuestionTranslator(chat_generator=failing)
     now = [1000.0]
     monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
     first, second = translator.run(question=SPANISH), translator.run(question=SPANISH)
     assert first == second and "could not be translated" in first["notes"][0] and len(failing.asked) == 1
+    assert translator.remembers(SPANISH)  # the failure, for a minute
     now[0] += module.FAILURE_REMEMBERED_S + 1  # the model may have been restarted: asked again
+    assert not translator.remembers(SPANISH)
     failing.reply = json.dumps({"english": ENGLISH})
     assert translator.run(question=SPANISH)["question"] == ENGLISH and len(failing.asked) == 2
     # the memory is bounded: the oldest question goes first
