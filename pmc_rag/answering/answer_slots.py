@@ -7,6 +7,7 @@ fifty streaming requests took every worker thread and retrieval waited over a mi
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +17,9 @@ from pmc_rag.answering.caller import RequestLifetime
 
 
 _CHECK_EVERY_S = 0.25  # how often a waiting answer looks whether its client is still there
+# The queue whose turn the work running here holds (per thread and task, not per lifetime: outside a served
+# request every caller shares the default lifetime).
+_holding: contextvars.ContextVar[AnswerSlots | None] = contextvars.ContextVar("pmc_rag_answer_turn", default=None)
 
 
 class AnswerSlots:
@@ -46,9 +50,9 @@ class AnswerSlots:
 
     @contextlib.contextmanager
     def turn(self, lifetime: RequestLifetime) -> Iterator[None]:
-        """Wait for a turn and hold it for the block. A request that holds one already (its translation took it,
-        and its answer follows) goes on in it: one request, one turn."""
-        if lifetime.holds_turn:
+        """Wait for a turn and hold it for the block. Work that holds one already (a question's translation took
+        it, and its answer follows) goes on in it: one request, one turn."""
+        if self.holds_turn():
             yield
             return
         with self._lock:
@@ -62,15 +66,19 @@ class AnswerSlots:
                     raise AnswerStopped("the client went away while its answer waited for a turn", 499)
                 if time.monotonic() >= give_up_at:
                     raise self._busy(f"this answer waited {time.monotonic() - lifetime.started:.0f} s for a turn")
-            lifetime.holds_turn = True
+            holding = _holding.set(self)
             try:
                 yield
             finally:
-                lifetime.holds_turn = False
+                _holding.reset(holding)
                 self._turns.release()
         finally:
             with self._lock:
                 self._admitted -= 1
+
+    def holds_turn(self) -> bool:
+        """Whether the work running here (this thread or task) holds a turn of this queue."""
+        return _holding.get() is self
 
     def _busy(self, why: str) -> Unavailable:
         retry = max(1, round(self.max_wait_s / 4))

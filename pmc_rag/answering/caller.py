@@ -58,7 +58,6 @@ class RequestLifetime:
         self.deadline_s = deadline_s
         self.started = time.monotonic()
         self._left = threading.Event()
-        self.holds_turn = False  # set by `AnswerSlots.turn` while this request holds a turn of the answer queue
 
     def client_left(self) -> None:
         self._left.set()

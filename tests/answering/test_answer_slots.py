@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -13,30 +14,52 @@ from pmc_rag.answering.service import AnswerService
 from pmc_rag.components.question_translator import QuestionTranslator
 
 
-def test_a_request_holding_a_turn_goes_on_in_it_and_another_is_refused():
-    slots = AnswerSlots(running=1, queued=0, max_wait_s=1)
-    mine, other = RequestLifetime(deadline_s=5), RequestLifetime(deadline_s=5)
+def test_work_holding_a_turn_goes_on_in_it():
+    slots, mine = AnswerSlots(running=1, queued=0, max_wait_s=1), RequestLifetime(deadline_s=5)
     with slots.turn(mine):
         with slots.turn(mine):  # the same request again (its answer after its translation): no second turn
-            assert mine.holds_turn
-        assert mine.holds_turn  # the inner block did not give the turn back
+            assert slots.holds_turn()
+        assert slots.holds_turn()  # the inner block did not give the turn back
         with pytest.raises(Unavailable):
-            with slots.turn(other):
+            slots.refuse_when_full()  # the one turn is taken: a new answer would not be admitted
+    assert not slots.holds_turn()
+    slots.refuse_when_full()  # free again
+
+
+def test_a_turn_is_held_by_its_own_thread_not_by_a_shared_lifetime():
+    # Outside a served request every caller has the same default lifetime: holding a turn must not be its state.
+    slots, shared = AnswerSlots(running=1, queued=0, max_wait_s=1), RequestLifetime(deadline_s=5)
+    inside, release, refused = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        with slots.turn(shared):
+            inside.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    try:
+        assert inside.wait(5) and not slots.holds_turn()
+        try:
+            with slots.turn(shared):
                 pass
-    assert not mine.holds_turn
-    with slots.turn(other):  # free again
-        assert other.holds_turn
+        except Unavailable:
+            refused.append(True)
+        assert refused == [True]  # the queue's one turn is taken by the other thread
+    finally:
+        release.set()
+        thread.join(5)
 
 
 class _Translator(QuestionTranslator):
     """A FAKE translator (no model): says which questions are Spanish and records whether a turn was held."""
 
-    def __init__(self, lifetime: RequestLifetime):
+    def __init__(self, slots: AnswerSlots):
         super().__init__(chat_generator=None)
-        self.lifetime, self.held = lifetime, []
+        self.slots, self.held = slots, []
 
     def run(self, question: str) -> dict:
-        self.held.append(self.lifetime.holds_turn)
+        self.held.append(self.slots.holds_turn())
         return {"question": "Is erlotinib effective as first-line treatment?", "notes": ["Asked in Spanish"]}
 
     def remembers(self, question: str) -> bool:
@@ -44,13 +67,13 @@ class _Translator(QuestionTranslator):
 
 
 def test_a_question_in_another_language_is_translated_inside_a_turn_of_the_queue(monkeypatch):
-    lifetime = RequestLifetime(deadline_s=5)
-    translator = _Translator(lifetime)
+    lifetime, slots = RequestLifetime(deadline_s=5), AnswerSlots(running=1, queued=0, max_wait_s=1)
+    translator = _Translator(slots)
     pipeline = SimpleNamespace(pipeline=SimpleNamespace(walk=lambda: iter([("translate", translator)])), inputs={})
-    service = AnswerService(pipeline, name="rag", slots=AnswerSlots(running=1, queued=0, max_wait_s=1))
+    service = AnswerService(pipeline, name="rag", slots=slots)
     monkeypatch.setattr(service, "warm_up", lambda: None)
     answered = []
-    monkeypatch.setattr(service, "_answer", lambda *args, **kwargs: answered.append(lifetime.holds_turn) or "answer")
+    monkeypatch.setattr(service, "_answer", lambda *args, **kwargs: answered.append(slots.holds_turn()) or "answer")
     token = current_lifetime.set(lifetime)
     try:
         assert service.answer("¿Es eficaz el erlotinib como primer tratamiento?") == "answer"
