@@ -118,7 +118,7 @@ class AnswerService:
         # answer queue as the answer does, and the answer goes on in that turn.
         if fixed:
             return self._fixed_reply(question, fixed, conversation_id)
-        if self.slots is not None and self.translates(question) and not self._translator.remembers(question):
+        if self.slots is not None and self._translating_asks_the_model(question):
             with self.slots.turn(current_lifetime.get()):
                 return self._read_and_answer(started, question, redacted, haystack_filters, top_k, conversation_id,
                                              history, stream, on_token)
@@ -213,6 +213,11 @@ class AnswerService:
             self._translator = next((c for _, c in self.pipeline.pipeline.walk() if isinstance(c, QuestionTranslator)),
                                     False)
         return bool(self._translator) and self._translator.language(question) is not None
+
+    def _translating_asks_the_model(self, question: str) -> bool:
+        """Whether putting the question into English asks the model: it is in another language, and its
+        translation (or a recent failure) is not remembered."""
+        return self.translates(question) and not self._translator.remembers(question)
 
     def in_english(self, question: str) -> tuple[str, list[str]]:
         """The question in English and the note saying so, by the pipeline's `QuestionTranslator`; the question
