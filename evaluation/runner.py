@@ -100,6 +100,11 @@ def without_generation(spec: dict[str, Any]) -> None:
     local = spec.get("local_model") or {}
     if not _names_value(spec.get("components"), local.get("url")):
         spec.pop("local_model", None)
+    others = [s for s in spec.get("other_local_models") or [] if _names_value(spec.get("components"), s.get("url"))]
+    if others:
+        spec["other_local_models"] = others
+    else:
+        spec.pop("other_local_models", None)
 
 
 def _names_value(node: Any, value: Any) -> bool:
@@ -125,6 +130,7 @@ def with_adversary(attack: str):
             components[name] = {"type": "pmc_rag.evaluation.adversaries.AdversarialChatGenerator",
                                 "init_parameters": {"attack": attack}}
         spec.pop("local_model", None)
+        spec.pop("other_local_models", None)  # nor the translator's: the adversaries ask in English
     return edit
 
 

@@ -90,6 +90,9 @@ class DeclaredPipeline:
         local_model:            # optional: pmc-rag starts this model server before the pipeline runs
           model: qwen2.5-0.5b-instruct
           url: http://127.0.0.1:1417/v1
+        other_local_models:     # optional: more servers it starts, each on its own port (a translator's model)
+          - model: qwen2.5-coder-1.5b-instruct
+            url: http://127.0.0.1:1418/v1
     """
 
     path: Path
@@ -97,21 +100,24 @@ class DeclaredPipeline:
     inputs: dict[str, list[str]]
     outputs: dict[str, str]
     local_model: LocalModelSpec | None = field(default=None)
+    other_local_models: tuple[LocalModelSpec, ...] = field(default=())
     warmed_up: bool = field(default=False, init=False)
+
+    @property
+    def local_models(self) -> tuple[LocalModelSpec, ...]:
+        """Every model server the pipeline declares: `local_model` (the answers' model) first."""
+        return ((self.local_model,) if self.local_model is not None else ()) + self.other_local_models
 
     def warm_up(self) -> None:
         """Load every component's models now; a model that cannot be loaded stops here, naming its YAML key.
 
-        A declared local model server is started (or reused). One that cannot start does not stop the
-        pipeline: its generator fails over to the next, and the answers' notes say why.
+        The declared local model server (`local_model`) is started (or reused); `other_local_models` start
+        when first needed (`start_other_local_models`), so an English question never waits for the translator's.
+        One that cannot start does not stop the pipeline: its generator fails over to the next, and the answers'
+        notes say why.
         """
         if self.local_model is not None:
-            try:
-                local_model_server(self.local_model).ensure_running()
-            except ForeignModelServer:
-                raise  # its generator would send every prompt to another data folder's server: stop, and say so
-            except LocalModelError as error:
-                logging.getLogger("pmc_rag").warning("%s", error)
+            _start_or_warn(self.local_model)
         for name in self.pipeline.graph.nodes:
             component = self.pipeline.get_component(name)
             if not hasattr(component, "warm_up"):
@@ -128,6 +134,15 @@ class DeclaredPipeline:
                 raise PipelineError(f"{problem} Change `components.{name}.init_parameters.model` in the YAML to a "
                                     f"model this machine has{offline}.") from error
         self.warmed_up = True
+
+    def start_other_local_models(self) -> None:
+        """Start `other_local_models` not yet running (each start waits for the server to answer, about 10 s for
+        the 1.5B on 2 cores). Asked before a component that uses one runs: the translator, for a question in
+        another language."""
+        for spec in self.other_local_models:
+            server = local_model_server(spec)
+            if not server.watching and server.may_try_start():
+                _start_or_warn(spec)
 
     def run(self, component_inputs: dict[str, dict[str, Any]] | None = None, **values: Any) -> dict[str, Any]:
         """Run with values for declared inputs (None leaves an input out); return every declared output.
@@ -152,10 +167,26 @@ class DeclaredPipeline:
                 for name, target in self.outputs.items()}
 
 
+def _start_or_warn(spec: LocalModelSpec) -> None:
+    try:
+        local_model_server(spec).ensure_running()
+    except ForeignModelServer:
+        raise  # its generator would send every prompt to another data folder's server: stop, and say so
+    except LocalModelError as error:
+        logging.getLogger("pmc_rag").warning("%s", error)
+
+
 def declared_local_model(name_or_path: str | Path) -> LocalModelSpec | None:
     """The model server a pipeline file's `local_model:` declares (None: none), read without building the
     pipeline: `pmc-rag model` and `pmc-rag status` need no models loaded to say where it is."""
     return _local_model_of(*pipeline_spec(name_or_path))
+
+
+def declared_local_models(name_or_path: str | Path) -> tuple[LocalModelSpec, ...]:
+    """Every model server a pipeline file declares, `local_model:` first, then `other_local_models:`."""
+    path, spec = pipeline_spec(name_or_path)
+    main = _local_model_of(path, spec)
+    return ((main,) if main is not None else ()) + _other_local_models_of(path, spec, main)
 
 
 def declared_document_store(name_or_path: str | Path) -> Any:
@@ -184,6 +215,27 @@ def _local_model_of(path: Path, spec: dict[str, Any]) -> LocalModelSpec | None:
         raise PipelineError(str(error)) from None
 
 
+def _other_local_models_of(path: Path, spec: dict[str, Any],
+                           main: LocalModelSpec | None) -> tuple[LocalModelSpec, ...]:
+    """`other_local_models:`, each address once: one that is `local_model`'s address is that server (a test's
+    copy points every model at one server), and two models cannot share a port."""
+    sections = spec.get("other_local_models") or []
+    if not isinstance(sections, list):
+        raise PipelineError(f"{path}: `other_local_models` must be a list of sections like `local_model`'s")
+    others: dict[str, LocalModelSpec] = {}
+    for section in sections:
+        try:
+            other = LocalModelSpec.from_yaml(section, f"{path}: other_local_models")
+        except ValueError as error:
+            raise PipelineError(str(error)) from None
+        if main is not None and other.url == main.url:
+            continue
+        if other.url in others:
+            raise PipelineError(f"{path}: two of `other_local_models` use {other.url}; give each its own port")
+        others[other.url] = other
+    return tuple(others.values())
+
+
 def load_declared_pipeline(name_or_path: str | Path,
                            edit: Callable[[dict[str, Any]], None] | None = None) -> DeclaredPipeline:
     """Load a pipeline YAML together with its declared inputs and outputs, checking that they exist.
@@ -196,7 +248,8 @@ def load_declared_pipeline(name_or_path: str | Path,
         edit(spec)
     text = yaml.safe_dump(spec, sort_keys=False)
     local_model = _local_model_of(path, spec)
-    if local_model is not None:
+    other_local_models = _other_local_models_of(path, spec, local_model)
+    if local_model is not None or other_local_models:
         local_llm_api_key()  # exported before the generator that sends it is built
     pipeline = _load(path, text)
     inputs = {name: [targets] if isinstance(targets, str) else list(targets)
@@ -219,4 +272,4 @@ def load_declared_pipeline(name_or_path: str | Path,
         raise PipelineError(f"{path}: an answering pipeline declares `{EXCERPTS}:` in `outputs:`, the socket whose "
                             "documents the model is shown (e.g. budget.documents); streamed citations are checked "
                             "against them")
-    return DeclaredPipeline(path, pipeline, inputs, outputs, local_model)
+    return DeclaredPipeline(path, pipeline, inputs, outputs, local_model, other_local_models)

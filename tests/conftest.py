@@ -283,6 +283,7 @@ LOCAL_BASE_URL = "http://127.0.0.1:1416"
 
 # The tests' local model server listens here, never on the 1417 of a server the user may be running.
 TEST_LLM_URL = f"http://127.0.0.1:{free_port()}/v1"
+SHIPPED_LLM_URLS = ("http://127.0.0.1:1417/v1", "http://127.0.0.1:1418/v1")  # rag.yml's answering and translating
 
 
 def rag_llm_spec():
@@ -323,7 +324,11 @@ def pipeline_file_for(name: str, table_name: str, folder: Path, real_model: bool
     paper's conclusion would otherwise answer."""
     mode = "model" if real_model else REPLIES_MODE
     for source in (PROJECT_ROOT / "pipelines").glob("*.yml"):
-        text = source.read_text().replace("pmc_chunks", table_name).replace("http://127.0.0.1:1417/v1", TEST_LLM_URL)
+        # Every model a pipeline declares is served by the tests' one server (the answering model): a helper's
+        # model at the same address is that server (`other_local_models`), so no second model is started.
+        text = source.read_text().replace("pmc_chunks", table_name)
+        for shipped_url in SHIPPED_LLM_URLS:
+            text = text.replace(shipped_url, TEST_LLM_URL)
         if mode != "model" and TEST_LLM_URL in text:
             text = yaml.safe_dump(_with_recorded_replies(yaml.safe_load(text), record=mode == "record"),
                                   sort_keys=False)
@@ -355,6 +360,7 @@ def _with_recorded_replies(spec: dict, record: bool) -> dict:
     spec = swapped(spec)
     if not record:
         spec.pop("local_model", None)
+        spec.pop("other_local_models", None)
     return spec
 
 

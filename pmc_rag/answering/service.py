@@ -225,6 +225,8 @@ class AnswerService:
         if not self.translates(question):
             return question, []
         self.warm_up()
+        if not self._translator.remembers(question):
+            self.pipeline.start_other_local_models()  # the translator's model, started when first needed
         translated = self._translator.run(question=question)
         return translated["question"], translated["notes"]
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pmc_rag.cli.common import EXIT_FAILED, EXIT_PARTIAL, _writer
 from pmc_rag.cli.models import _check_local_model, _local_model_lines
+
+if TYPE_CHECKING:
+    from pmc_rag.local_llm.spec import LocalModelSpec
 
 
 def _pipeline(args: argparse.Namespace) -> int:
@@ -63,21 +66,19 @@ def _collections(args: argparse.Namespace) -> int:
 def _setup(args: argparse.Namespace) -> int:
     from pmc_rag.ingestion.runner import ingest
     from pmc_rag.database import ensure_database
-    from pmc_rag.models import (DEFAULT_LLM, EMBEDDED_LLMS, PACKAGED, ModelError, assemble_llm, reencoded_llm,
-                                seed_embedding_model)
+    from pmc_rag.models import DEFAULT_LLM, EMBEDDED_LLMS, assemble_llm, seed_embedding_model
     from pmc_rag.paths import SAMPLE_CORPUS_DIR
     from pmc_rag.pipelines import load_declared_pipeline, load_pipeline
 
     print(f"Embedding model ready: {seed_embedding_model()}")
-    declared = load_declared_pipeline(args.answer_pipeline).local_model
+    answering = load_declared_pipeline(args.answer_pipeline)
+    declared = answering.local_model
     name = declared.model if declared and not declared.model_path else DEFAULT_LLM  # the one the YAML names
     print(f"Embedded LLM ready ({EMBEDDED_LLMS[name].description}): checksum verified, {assemble_llm(name)}")
-    if declared and not declared.model_path and declared.weights != PACKAGED:
-        try:  # once, here, rather than at the first question
-            print(f"Its weights re-encoded as {declared.weights} (`local_model.weights`): "
-                  f"{reencoded_llm(name, declared.weights)}")
-        except ModelError as problem:
-            print(f"warning: {problem}; the packaged weights will answer", file=sys.stderr)
+    if declared:
+        _reencode(declared)
+    for other in answering.other_local_models:
+        _prepare_other_model(other)
     _check_local_model(args.answer_pipeline)
     print(f"Database: {ensure_database().description}")
     pipeline = load_pipeline(args.pipeline)
@@ -112,6 +113,40 @@ def _setup(args: argparse.Namespace) -> int:
         print("\nStarting the server (scripts/setup.sh --no-serve sets up without serving)...", flush=True)
         serve(load_serve_config())
     return 0
+
+
+def _reencode(spec: LocalModelSpec) -> None:
+    """The declared model's weights re-encoded once, here, rather than at the first question."""
+    from pmc_rag.models import PACKAGED, ModelError, reencoded_llm
+
+    if spec.model_path or spec.weights == PACKAGED:
+        return
+    try:
+        print(f"Its weights re-encoded as {spec.weights} ({spec.model}, `weights:`): "
+              f"{reencoded_llm(spec.model, spec.weights)}")
+    except ModelError as problem:
+        print(f"warning: {problem}; the packaged weights will answer", file=sys.stderr)
+
+
+def _prepare_other_model(spec: LocalModelSpec) -> None:
+    """A model another component asks (the translator's), installed from its packages when missing. Not fatal:
+    without it that component fails over to the answering model, as its YAML says."""
+    from pmc_rag.models import EMBEDDED_LLMS, ModelError, assemble_llm, install_llm
+
+    if spec.model_path:
+        return
+    model = EMBEDDED_LLMS[spec.model]
+    try:
+        try:
+            path = assemble_llm(spec.model)
+        except ModelError:  # its packages are not installed: they are not dependencies of pmc-rag
+            print(f"Installing {spec.model} ({model.description}) for {spec.url}...", flush=True)
+            path = install_llm(spec.model)
+    except ModelError as problem:
+        print(f"warning: {problem}; the components that ask it fail over to the answering model", file=sys.stderr)
+        return
+    print(f"Embedded LLM ready ({model.description}): checksum verified, {path}")
+    _reencode(spec)
 
 
 def _prepare_crisis_check() -> None:

@@ -31,7 +31,7 @@ from pmc_rag.database import unreachable
 from pmc_rag.local_llm.spec import LocalModelError, LocalModelSpec
 from pmc_rag.local_llm.supervisor import local_model_server, port_taken
 from pmc_rag.paths import home
-from pmc_rag.pipelines import pipeline_spec
+from pmc_rag.pipelines import declared_local_models
 from pmc_rag.running_server import forget_server, record_server
 from pmc_rag.serving import endpoints
 from pmc_rag.serving.config import WORKER_CONFIG, ServeConfig, ServeConfigError
@@ -210,9 +210,7 @@ def local_model_specs(config: ServeConfig) -> list[LocalModelSpec]:
     """The local model servers the endpoints' pipelines declare (each address once)."""
     specs: dict[str, LocalModelSpec] = {}
     for endpoint in config.endpoints:
-        section = pipeline_spec(endpoint.pipeline)[1].get("local_model")
-        if section:
-            spec = LocalModelSpec.from_yaml(section, str(endpoint.pipeline))
+        for spec in declared_local_models(endpoint.pipeline):
             specs.setdefault(spec.url, spec)
     return list(specs.values())
 

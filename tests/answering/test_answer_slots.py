@@ -69,7 +69,8 @@ class _Translator(QuestionTranslator):
 def test_a_question_in_another_language_is_translated_inside_a_turn_of_the_queue(monkeypatch):
     lifetime, slots = RequestLifetime(deadline_s=5), AnswerSlots(running=1, queued=0, max_wait_s=1)
     translator = _Translator(slots)
-    pipeline = SimpleNamespace(pipeline=SimpleNamespace(walk=lambda: iter([("translate", translator)])), inputs={})
+    pipeline = SimpleNamespace(pipeline=SimpleNamespace(walk=lambda: iter([("translate", translator)])), inputs={},
+                               start_other_local_models=lambda: None)
     service = AnswerService(pipeline, name="rag", slots=slots)
     monkeypatch.setattr(service, "warm_up", lambda: None)
     answered = []
