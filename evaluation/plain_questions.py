@@ -139,7 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="+", default=None, help="its sets to run (default: all of them)")
     parser.add_argument("--out", type=Path, default=None, help="folder for judged.json, answers.json, table.md")
     args = parser.parse_args(argv)
-    dataset = args.dataset if args.dataset.exists() else DATASETS / args.dataset
+    dataset = next((p for p in (args.dataset, DATASETS / args.dataset, DATASETS / f"{args.dataset}.json")
+                    if p.is_file()), None)
+    if dataset is None:
+        parser.error(f"no question file {args.dataset} (nor in {DATASETS}); its files: "
+                     f"{', '.join(sorted(p.name for p in DATASETS.glob('*questions*.json')))}")
     known = tuple(dict.fromkeys(q["set"] for q in load(dataset)))
     unknown = set(args.sets or ()) - set(known)
     if unknown:

@@ -41,6 +41,12 @@ def test_the_judge_names_a_missing_set_of_another_file_and_its_sets(capsys):
         main(["--dataset", "multilingual_questions.json", "--sets", "plain_tuning"])
     assert "multilingual_questions.json has no set ['plain_tuning']; its sets: multilingual_tuning, " \
            "multilingual_held_aside" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a name alone, as the help says, is found in evaluation/datasets
+        main(["--dataset", "multilingual_questions", "--sets", "plain_tuning"])
+    assert "multilingual_questions.json has no set" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--dataset", "no_such_questions", "--sets", "plain_tuning"])
+    assert "no question file no_such_questions" in capsys.readouterr().err
 
 
 def test_an_answer_states_the_gold_finding_only_citing_the_gold_paper_with_its_words():
