@@ -24,8 +24,8 @@ def _pipeline(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from pmc_rag.ingestion.runner import ingest
     from pmc_rag.database import ensure_database
+    from pmc_rag.ingestion.runner import ingest
     from pmc_rag.pipelines import load_pipeline
 
     pipeline = load_pipeline(args.pipeline)
@@ -64,8 +64,8 @@ def _collections(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from pmc_rag.ingestion.runner import ingest
     from pmc_rag.database import ensure_database
+    from pmc_rag.ingestion.runner import ingest
     from pmc_rag.models import DEFAULT_LLM, EMBEDDED_LLMS, assemble_llm, seed_embedding_model
     from pmc_rag.paths import SAMPLE_CORPUS_DIR
     from pmc_rag.pipelines import load_declared_pipeline, load_pipeline

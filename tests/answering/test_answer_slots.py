@@ -69,8 +69,9 @@ class _Translator(QuestionTranslator):
 def test_a_question_in_another_language_is_translated_inside_a_turn_of_the_queue(monkeypatch):
     lifetime, slots = RequestLifetime(deadline_s=5), AnswerSlots(running=1, queued=0, max_wait_s=1)
     translator = _Translator(slots)
+    started = []  # the translator's own model server, started when a translation first needs it
     pipeline = SimpleNamespace(pipeline=SimpleNamespace(walk=lambda: iter([("translate", translator)])), inputs={},
-                               start_other_local_models=lambda: None)
+                               start_other_local_models=lambda: started.append(slots.holds_turn()))
     service = AnswerService(pipeline, name="rag", slots=slots)
     monkeypatch.setattr(service, "warm_up", lambda: None)
     answered = []
@@ -79,11 +80,13 @@ def test_a_question_in_another_language_is_translated_inside_a_turn_of_the_queue
     try:
         assert service.answer("¿Es eficaz el erlotinib como primer tratamiento?") == "answer"
         assert translator.held == [True] and answered == [True]  # both in the one turn the queue allows
+        assert started == [True]  # and the translator's model was started in that turn, before it was asked
         assert service.answer("Is erlotinib effective as first-line treatment?") == "answer"
         assert translator.held == [True]  # an English question is not translated and takes no turn before its answer
         assert answered == [True, False]
         translator.held.append(True)  # a translation the translator remembers asks no model: no turn before it
         assert service.answer("¿Es eficaz el erlotinib como primer tratamiento?") == "answer"
         assert translator.held[-1] is False and answered == [True, False, False]
+        assert started == [True]  # nothing to translate, no model started
     finally:
         current_lifetime.reset(token)

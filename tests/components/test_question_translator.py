@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+import pytest
 from haystack import component
 from haystack.components.generators.chat.openai import OpenAIChatGenerator
 from haystack.dataclasses import ChatMessage
@@ -117,3 +119,38 @@ def test_a_question_read_twice_asks_the_model_once_and_a_failure_is_asked_again_
     for question in ("¿Funciona la metformina en la diabetes?", "¿Funciona la aspirina en la migraña?"):
         translator.run(question=question)
     assert SPANISH not in translator._memo and len(translator._memo) == 2
+
+
+@pytest.mark.integration
+def test_the_shipped_translator_model_puts_lay_words_into_their_english(tmp_path):
+    """rag.yml's translator, with its own model (other_local_models) on a port of the test's: the words the 0.5B
+    got wrong ("efectos secundarios" -> "secondary effects", "prothèse de genou" -> "a prosthesis of the brain")."""
+    from haystack.core.serialization import component_from_dict
+
+    from pmc_rag.local_llm.supervisor import local_model_server
+    from pmc_rag.models import EMBEDDED_LLMS, is_verified
+    from pmc_rag.pipelines import declared_local_models, pipeline_spec
+
+    from conftest import free_port
+
+    _, rag = pipeline_spec("rag")
+    spec = declared_local_models("rag")[1]
+    if not is_verified(EMBEDDED_LLMS[spec.model]):
+        pytest.skip(f"{spec.model} is not installed here (scripts/setup.sh installs it)")
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    server = local_model_server(replace(spec, url=url))
+    translator_dict = rag["components"]["translator"]
+    chain = translator_dict["init_parameters"]["chat_generator"]["init_parameters"]["chat_generators"]
+    own = chain[0]
+    assert own["init_parameters"]["model"] == spec.model and own["init_parameters"]["api_base_url"] == spec.url
+    own["init_parameters"]["api_base_url"] = url
+    translator_dict["init_parameters"]["chat_generator"] = own  # the shipped settings, the model alone
+    translator = component_from_dict(QuestionTranslator, translator_dict, "translator")
+    try:
+        server.ensure_running()
+        side_effects = translator.run(question="¿Cuáles son los efectos secundarios del erlotinib?")["question"]
+        knee = translator.run(question="La prothèse de genou améliore-t-elle la qualité de vie ?")["question"]
+    finally:
+        server.stop()
+    assert "side effects" in side_effects.lower() and "erlotinib" in side_effects.lower(), side_effects
+    assert "knee" in knee.lower(), knee

@@ -348,8 +348,10 @@ def test_without_generation_keeps_the_model_server_only_for_a_query_writer():
     _, translating = pipeline_spec("rag")
     without_generation(translating)
     assert translating["components"]["generator"] == EMPTY_REPLY
-    translator = translating["components"]["translator"]["init_parameters"]["chat_generator"]
-    assert translator["init_parameters"]["api_base_url"] == translating["local_model"]["url"]
+    chain = translating["components"]["translator"]["init_parameters"]["chat_generator"]["init_parameters"]
+    translators = [g["init_parameters"]["api_base_url"] for g in chain["chat_generators"]]
+    # its own model first (other_local_models), then the answering model's server: both servers stay
+    assert translators == [translating["other_local_models"][0]["url"], translating["local_model"]["url"]]
     _, rewriting = pipeline_spec("rag_rewrite")
     without_generation(rewriting)
     assert rewriting["components"]["generator"] == EMPTY_REPLY
