@@ -10,10 +10,15 @@ import yaml
 
 from pmc_rag.pipelines import DeclaredPipeline, PipelineError, declared_local_models
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, free_port
 
-MAIN = {"model": "qwen2.5-0.5b-instruct", "url": "http://127.0.0.1:1417/v1"}
-HELPER = {"model": "qwen2.5-coder-1.5b-instruct", "url": "http://127.0.0.1:1418/v1"}
+# Ports no server of the user's listens on: the tests' session stops every model server its processes looked up,
+# so the shipped 1417 and 1418 would stop a user's running servers.
+PORTS = {free_port()}
+while len(PORTS) < 2:
+    PORTS.add(free_port())
+MAIN = {"model": "qwen2.5-0.5b-instruct", "url": f"http://127.0.0.1:{min(PORTS)}/v1"}
+HELPER = {"model": "qwen2.5-coder-1.5b-instruct", "url": f"http://127.0.0.1:{max(PORTS)}/v1"}
 
 
 def _pipeline_file(folder: Path, **top_level) -> Path:
@@ -28,7 +33,7 @@ def test_other_local_models_are_read_after_local_model(tmp_path):
     path = _pipeline_file(tmp_path, local_model=MAIN, other_local_models=[{**HELPER, "weights": "q8_0"}])
     specs = declared_local_models(path)
     assert [s.model for s in specs] == ["qwen2.5-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"]
-    assert specs[1].url == "http://127.0.0.1:1418/v1" and specs[1].weights == "q8_0"
+    assert specs[1].url == HELPER["url"] and specs[1].weights == "q8_0"
 
 
 def test_a_helper_at_the_answering_models_address_is_that_server(tmp_path):
