@@ -142,7 +142,10 @@ class DeclaredPipeline:
         for spec in self.other_local_models:
             server = local_model_server(spec)
             if not server.watching and server.may_try_start():
-                _start_or_warn(spec)
+                try:
+                    server.ensure_running()
+                except LocalModelError as error:  # another home's server too: it refuses our key, and the
+                    logging.getLogger("pmc_rag").warning("%s", error)  # component fails over to the next model
 
     def run(self, component_inputs: dict[str, dict[str, Any]] | None = None, **values: Any) -> dict[str, Any]:
         """Run with values for declared inputs (None leaves an input out); return every declared output.

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pmc_rag.local_llm.spec import ForeignModelServer
+from pmc_rag.local_llm.supervisor import LocalModelServer
 from pmc_rag.pipelines import DeclaredPipeline, PipelineError, declared_local_models
 
 from conftest import PROJECT_ROOT, free_port
@@ -63,6 +65,7 @@ def test_helpers_start_when_asked_for_not_when_the_pipeline_warms_up(tmp_path, m
 
     started = []
     monkeypatch.setattr(pipelines, "_start_or_warn", lambda spec: started.append(spec.model))
+    monkeypatch.setattr(LocalModelServer, "ensure_running", lambda server: started.append(server.spec.model))
     main, helper = declared_local_models(_pipeline_file(tmp_path, local_model=MAIN, other_local_models=[HELPER]))
     pipeline = DeclaredPipeline(tmp_path / "with_models.yml", Pipeline(), {}, {}, main, (helper,))
     assert [s.model for s in pipeline.local_models] == [MAIN["model"], HELPER["model"]]
@@ -70,3 +73,11 @@ def test_helpers_start_when_asked_for_not_when_the_pipeline_warms_up(tmp_path, m
     assert started == [MAIN["model"]]
     pipeline.start_other_local_models()
     assert started == [MAIN["model"], HELPER["model"]]
+
+    def foreign(server):
+        started.append("refused")
+        raise ForeignModelServer("another pmc-rag model server, started from another data folder, answers there")
+
+    monkeypatch.setattr(LocalModelServer, "ensure_running", foreign)
+    pipeline.start_other_local_models()  # not fatal: the translator fails over to the answering model
+    assert started[-1] == "refused"
