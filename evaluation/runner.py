@@ -141,7 +141,8 @@ def with_local_model(name: str, port: int):
     """A spec edit: the embedded model `name` answers, from a model server of its own on `port` (so that a server
     the user runs is left alone). Ollama is taken out of a generator chain, so that it is this model that is
     measured even where Ollama runs. `name:weights` (`qwen2.5-0.5b-instruct:packaged`) also sets
-    `local_model.weights`; without it the pipeline's own setting stays."""
+    `local_model.weights`; without it the pipeline's own setting stays. Only the answering model changes: a
+    question in another language is still translated by the pipeline's `other_local_models` (rag.yml: the 1.5B)."""
     url = f"http://127.0.0.1:{port}/v1"
     name, _, weights = name.partition(":")
 
