@@ -68,8 +68,11 @@ def _model(args: argparse.Namespace) -> int:
         if not args.name:
             raise ValueError(f"name the model to install, one of: {', '.join(EMBEDDED_LLMS)}")
         path = install_llm(args.name)
-        print(f"Installed {args.name} ({EMBEDDED_LLMS[args.name].description}): checksum verified, {path}. "
-              f"To answer with it, set `local_model.model: {args.name}` in the pipeline YAML (pipelines/rag.yml).")
+        helpers = [spec.url for spec in declared_local_models(args.pipeline)[1:] if spec.model == args.name]
+        use = (f"{resolve_pipeline_path(args.pipeline).name} already asks it (`other_local_models`, {helpers[0]})"
+               if helpers else f"To answer with it, set `local_model.model: {args.name}` in the pipeline YAML "
+                               "(pipelines/rag.yml)")
+        print(f"Installed {args.name} ({EMBEDDED_LLMS[args.name].description}): checksum verified, {path}. {use}.")
         return 0
     specs = declared_local_models(args.pipeline)
     if not specs:
