@@ -21,6 +21,7 @@ import time
 import uuid
 import warnings
 from pathlib import Path
+from typing import Any
 
 import filelock
 import pytest
@@ -296,14 +297,25 @@ def rag_llm_spec():
 
 @pytest.fixture(scope="session", autouse=True)
 def local_model_servers_stopped_at_the_end():
-    """Stop the model servers the tests started, in this process or in `pmc-rag` subprocesses."""
+    """Stop the model servers the tests started, in this process or in `pmc-rag` subprocesses.
+
+    A server at one of rag.yml's own addresses is stopped only if this process started it: the tests' pipelines
+    point every model at TEST_LLM_URL, so a server there is a developer's own (a test that only looked one up
+    stopped the 1.5B mid-way through a recording, 2026-11-30)."""
     yield
     from pmc_rag.local_llm.supervisor import local_model_server, started_servers
 
     for server in started_servers():
-        server.stop_watching()
-        server.stop()
+        if stopped_by_the_tests(server):
+            server.stop_watching()
+            server.stop()
     local_model_server(rag_llm_spec()).stop()
+
+
+def stopped_by_the_tests(server: Any) -> bool:
+    """Whether the session's end stops this model server: any the tests looked up, except one at rag.yml's own
+    addresses that this process did not start (a developer's)."""
+    return server.spec.url not in SHIPPED_LLM_URLS or server.process is not None
 
 
 # How the copied pipelines' embedded model answers (PMC_RAG_TEST_REPLIES): `replay` (the default) answers from the

@@ -14,8 +14,8 @@ from pmc_rag.pipelines import DeclaredPipeline, PipelineError, declared_local_mo
 
 from conftest import PROJECT_ROOT, free_port
 
-# Ports no server of the user's listens on: the tests' session stops every model server its processes looked up,
-# so the shipped 1417 and 1418 would stop a user's running servers.
+# Ports no server of the user's listens on: the tests' session stops the model servers its processes looked up
+# (a developer's at the shipped 1417 and 1418 are spared, `stopped_by_the_tests`, but these tests start none).
 PORTS = {free_port()}
 while len(PORTS) < 2:
     PORTS.add(free_port())
@@ -81,3 +81,17 @@ def test_helpers_start_when_asked_for_not_when_the_pipeline_warms_up(tmp_path, m
     monkeypatch.setattr(LocalModelServer, "ensure_running", foreign)
     pipeline.start_other_local_models()  # not fatal: the translator fails over to the answering model
     assert started[-1] == "refused"
+
+
+def test_the_tests_leave_a_developers_server_at_a_shipped_address_running(tmp_path):
+    """The session's end stops the servers the tests looked up, but not one at rag.yml's own addresses that this
+    process did not start: a test that only looked one up stopped a developer's 1.5B (2026-11-30)."""
+    from conftest import SHIPPED_LLM_URLS, stopped_by_the_tests
+
+    shipped = LocalModelServer(declared_local_models(PROJECT_ROOT / "pipelines" / "rag.yml")[1])
+    assert shipped.spec.url in SHIPPED_LLM_URLS and shipped.process is None
+    assert not stopped_by_the_tests(shipped)
+    shipped.process = object()  # type: ignore[assignment]  # as if this process had started it
+    assert stopped_by_the_tests(shipped)
+    tests_own = LocalModelServer(declared_local_models(_pipeline_file(tmp_path, local_model=MAIN))[0])
+    assert stopped_by_the_tests(tests_own)
