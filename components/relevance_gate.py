@@ -167,7 +167,7 @@ class RelevanceGate:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document], unanswered=list[Document], why_unanswered=str,
-                            related=list[Document])
+                            related=list[Document], objected_words=list[str])
     def run(self, documents: list[Document], scored: list[Document] | None = None,
             query_embedding: list[float] | None = None, unknown_words: list[str] | None = None,
             topic_question: str | None = None, word_shares: dict[str, float] | None = None,
@@ -194,7 +194,8 @@ class RelevanceGate:
             words its search added for what it asks.
         :returns: `documents` (the excerpts) if the question is answerable, else `unanswered`: the closest papers,
             best first, each with its best chunk, the similarity in `meta["relevance"]`, and `why_unanswered`, in
-            words; with `min_similarity_related`, also `related`: the closest papers' excerpts, when close enough.
+            words; with `min_similarity_related`, also `related`: the closest papers' excerpts, when close enough;
+            and `objected_words`: the question's words that reason names (none when it names none).
         """
         scored = [d for d in scored or [] if d.score is not None]
         best = max((d.score for d in scored), default=None)
@@ -246,18 +247,20 @@ class RelevanceGate:
                 seen.add(source_id)
                 closest.append(Document(id=document.id, content=document.content,
                                         meta={**document.meta, "relevance": round(document.score, 3)}))
+        objected: list[str] = []
         if unknown and best is not None and best >= self.min_similarity:
-            why = (f"No indexed paper contains {quoted_words(unknown)}, and no passage is close enough to the rest "
-                   "of the question to answer it (check the spelling, or ask with another name for it).")
+            why, objected = (f"No indexed paper contains {quoted_words(unknown)}, and no passage is close enough to "
+                             "the rest of the question to answer it (check the spelling, or ask with another name for "
+                             "it)."), unknown
         elif absent:
-            why = (f"None of the closest passages mentions {quoted_words(absent)}: they match only part of the "
-                   "question, and none is close enough to the whole of it to answer it.")
+            why, objected = (f"None of the closest passages mentions {quoted_words(absent)}: they match only part of "
+                             "the question, and none is close enough to the whole of it to answer it."), absent
         elif apart:
-            why = (f"No paper found names {' and '.join(repr(w) for w in apart)} together: the closest papers are "
-                   "each about part of the question.")
+            why, objected = (f"No paper found names {' and '.join(repr(w) for w in apart)} together: the closest "
+                             "papers are each about part of the question."), apart
         else:
             why = "No indexed passage is close enough to the question to answer it."
-        turned_away = {"unanswered": closest, "why_unanswered": why}
+        turned_away = {"unanswered": closest, "why_unanswered": why, "objected_words": list(objected)}
         related = self._related(documents, closest) if self.min_similarity_related is not None else []
         if related:
             turned_away["related"] = related

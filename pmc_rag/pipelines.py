@@ -28,6 +28,9 @@ EXCERPTS = "excerpts"
 RETRIEVED_PREFIX = "retrieved_"
 # The closest papers' excerpts an answer quotes as related findings when the papers do not answer the question.
 RELATED = "related"
+# The question's words the relevance gate turned it away for (a word no paper uses, or two no paper names together):
+# an English question is reworded and asked again only when the rewording replaces one of them.
+OBJECTED = "objected"
 
 
 class PipelineError(RuntimeError):

@@ -78,6 +78,10 @@ def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_t
     held = gate.run(documents=excerpts, scored=excerpts, unknown_words=["lecanemab", "Leqembi"])
     assert "documents" not in held and held["unanswered"][0].meta["source_id"] == "PMC1"
     assert "No indexed paper contains 'lecanemab' or 'Leqembi'" in held["why_unanswered"]
+    assert held["objected_words"] == ["lecanemab", "Leqembi"]  # the words named, for a rewording to replace
+    far = scored(("PMC1", 0.3))  # too far for any word to be the reason: none named
+    held = gate.run(documents=far, scored=far, unknown_words=["lecanemab"])
+    assert held["why_unanswered"].startswith("No indexed passage is close enough") and held["objected_words"] == []
     close = scored(("PMC1", 0.7))  # close enough despite the unknown word (a misspelling of a known subject)
     assert gate.run(documents=close, scored=close, unknown_words=["underrecognised"]) == {"documents": close}
     # a follow-up carries its topic question along; that question's words were accepted when it was answered
@@ -122,6 +126,7 @@ def test_a_question_whose_specific_words_no_excerpt_mentions_needs_a_closer_matc
     # "brain" and "effective" are too common to count; "depression" is there as "depressive" (stemmed)
     assert held["why_unanswered"].startswith(
         "None of the closest passages mentions 'deep', 'stimulation' or 'treatment-resistant'")
+    assert held["objected_words"] == ["deep", "stimulation", "treatment-resistant"]
     mentioned = [Document(id="d2", content="Deep brain stimulation relieved treatment-resistant depression.",
                           score=0.59, meta={"source_id": "PMC8"})]
     assert gate.run(documents=mentioned, scored=mentioned, word_shares=shares) == {"documents": mentioned}
@@ -204,6 +209,7 @@ def test_a_phrase_of_common_words_is_a_subject_one_paper_must_name_with_the_rare
     apart = gate.run(documents=[hypoxia], scored=[hypoxia], word_shares=shares, question=question)
     assert "documents" not in apart
     assert apart["why_unanswered"].startswith("No paper found names 'hypoxia' and 'infection control' together")
+    assert apart["objected_words"] == ["hypoxia", "infection control"]
     # without the question's text, or without the setting, the rule has only one rare word and nothing to join
     assert "documents" in gate.run(documents=[hypoxia], scored=[hypoxia], word_shares=shares)
     assert "documents" in RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65,
