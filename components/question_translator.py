@@ -51,6 +51,18 @@ EXAMPLES = (("¿La metformina reduce el riesgo de cáncer de colon en diabético
             ("Hilft Ibuprofen bei Migräne besser als Paracetamol?",
              "Does ibuprofen help migraine better than paracetamol?"))
 
+# An English question the papers did not answer as asked is reworded once in their terms (`reword_unanswered`): the
+# model sees the question alone, never a passage, so it cannot borrow a paper's words for a subject no paper joins.
+REWORD_INSTRUCTIONS = ("Rewrite the user's health question in the words a medical research paper would use: medical "
+                       "terms for everyday words, no personal details. Keep every subject of the question and what it "
+                       "asks; add no subject and drop none. Do not answer it.")
+REWORD_EXAMPLES = (("My dad's ankles swell since he started amlodipine, does that go away?",
+                    "Does amlodipine-induced ankle edema resolve?"),
+                   ("Do kids who snore do worse at school?",
+                    "Is snoring in children associated with poorer school performance?"),
+                   ("Is it ok to take ibuprofen for a headache when you're pregnant?",
+                    "Is ibuprofen use for headache during pregnancy safe?"))
+
 # The translations (and, for a minute, the failures) of the most recent questions are kept: a question is read by
 # the answering service and then by the pipeline, and a repeated one need not wait for the model again.
 REMEMBERED_QUESTIONS = 1024
@@ -73,7 +85,7 @@ class QuestionTranslator:
     """
 
     def __init__(self, *, chat_generator: ChatGenerator, max_english_probability: float = 0.01,
-                 max_length_ratio: float = 3.0):
+                 max_length_ratio: float = 3.0, reword_unanswered: bool = False):
         """
         :param chat_generator: The chat model that translates (its `generation_kwargs` may hold it to JSON).
         :param max_english_probability: A question is translated when py3langid gives English at most this
@@ -82,12 +94,16 @@ class QuestionTranslator:
             route, conversation and unanswerable ones) 0.041 at least.
         :param max_length_ratio: A translation more than this many times as long as the question is not one (the
             model answered or rambled): the question is searched as asked.
+        :param reword_unanswered: An English question the papers did not answer as asked is asked once more,
+            reworded by the same model in the terms papers use (`reworded`; the answering layer does it, see
+            `pmc_rag.answering.pipeline_run`).
         """
         if not 0.0 < max_english_probability < 1.0:
             raise ValueError(f"max_english_probability must be between 0 and 1, not {max_english_probability}")
         self.chat_generator = chat_generator
         self.max_english_probability = max_english_probability
         self.max_length_ratio = max_length_ratio
+        self.reword_unanswered = reword_unanswered
         self._memo: dict[str, tuple[str | None, float]] = {}  # question -> (English or None, when), oldest first
         self._lock = threading.Lock()
 
@@ -106,7 +122,7 @@ class QuestionTranslator:
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, chat_generator=component_to_dict(self.chat_generator, name="chat_generator"),
                                max_english_probability=self.max_english_probability,
-                               max_length_ratio=self.max_length_ratio)
+                               max_length_ratio=self.max_length_ratio, reword_unanswered=self.reword_unanswered)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QuestionTranslator:
@@ -152,27 +168,37 @@ class QuestionTranslator:
             english, when = self._memo.get(question, (None, -FAILURE_REMEMBERED_S - 1.0))
             return english is not None or time.monotonic() - when < FAILURE_REMEMBERED_S
 
-    def _remembered(self, question: str) -> str | None:
+    def reworded(self, question: str) -> str | None:
+        """The English question in the terms papers use, by the chat model (remembered as translations are);
+        None when it is not English, when rewording is off or the model wrote nothing usable."""
+        if not self.reword_unanswered or self.language(question) is not None:
+            return None
+        return self._remembered(question, reword=True)
+
+    def _remembered(self, question: str, reword: bool = False) -> str | None:
         """`_translated`, remembered: the answering service translates a question before its crisis check and the
         pipeline's run then reads it again; a model that failed or timed out was asked twice (two 30 s waits). A
         failure is remembered for `FAILURE_REMEMBERED_S` only, so that a restarted model is asked again."""
         now = time.monotonic()
+        key = f"reworded: {question}" if reword else question
         with self._lock:
-            if question in self._memo:
-                english, when = self._memo.pop(question)
+            if key in self._memo:
+                english, when = self._memo.pop(key)
                 if english is not None or now - when < FAILURE_REMEMBERED_S:
-                    self._memo[question] = (english, when)  # the most recently used last
+                    self._memo[key] = (english, when)  # the most recently used last
                     return english
-        english = self._translated(question)
+        english = self._translated(question, REWORD_INSTRUCTIONS, REWORD_EXAMPLES) if reword else \
+            self._translated(question)
         with self._lock:
-            self._memo[question] = (english, now)
+            self._memo[key] = (english, now)
             while len(self._memo) > REMEMBERED_QUESTIONS:
                 del self._memo[next(iter(self._memo))]
         return english
 
-    def _translated(self, question: str) -> str | None:
-        messages = [ChatMessage.from_system(INSTRUCTIONS)]
-        for asked, english in EXAMPLES:
+    def _translated(self, question: str, instructions: str = INSTRUCTIONS,
+                    examples: tuple[tuple[str, str], ...] = EXAMPLES) -> str | None:
+        messages = [ChatMessage.from_system(instructions)]
+        for asked, english in examples:
             messages += [ChatMessage.from_user(asked), ChatMessage.from_assistant(json.dumps({"english": english}))]
         try:
             replies = self.chat_generator.run(messages=[*messages, ChatMessage.from_user(question)])["replies"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -26,10 +27,11 @@ from haystack import Document, tracing
 from haystack.tracing import Span, Tracer
 
 from pmc_rag.components.answer import Answer
+from pmc_rag.components.question_translator import QuestionTranslator
 from pmc_rag.local_llm.spec import LocalModelError
 
 from pmc_rag.local_llm.supervisor import local_model_server
-from pmc_rag.pipelines import EXCERPTS, RELATED, RETRIEVED_PREFIX, DeclaredPipeline
+from pmc_rag.pipelines import EXCERPTS, OBJECTED, RELATED, RETRIEVED_PREFIX, DeclaredPipeline
 
 _current_timings: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("timings", default=None)
 # (component, output socket, callback): the callback gets the excerpts as soon as that component has chosen them,
@@ -130,6 +132,11 @@ def run_answering(pipeline: DeclaredPipeline, question: str, filters: dict[str, 
                   ) -> tuple[Answer, dict[str, Any]]:
     """Like `answer_question`, and also return all the pipeline's declared outputs (`ranked`, `excerpts`...).
 
+    An English question the relevance gate turned away for some of its words (declared output `objected`) is asked
+    once more when the pipeline's `QuestionTranslator` rewords (`reword_unanswered`): reworded in the papers' terms
+    by its model, and only if the rewording replaces one of those words. The second answer is kept only when it
+    answers (neither not answered nor related only), with a note saying how it was searched.
+
     :param inputs: Values for other declared inputs (`top_k`, `carried_chunk_ids`); None values are left out.
     :param streaming_callback: Given to every component that takes one (the generator), called with each token.
     :param on_excerpts: Called with the excerpts the model will see, before generation starts.
@@ -143,14 +150,54 @@ def run_answering(pipeline: DeclaredPipeline, question: str, filters: dict[str, 
     asked_at = time.time()
     _start_local_model(pipeline)
     component, _, socket = pipeline.outputs[EXCERPTS].partition(".")
-    observer_token = _excerpt_observer.set((component, socket, on_excerpts) if on_excerpts else None)
-    try:
-        outputs, timings = timed_run(pipeline, component_inputs=component_inputs, question=question,
-                                     filters=filters, **values)
-    finally:
-        _excerpt_observer.reset(observer_token)
-    answer = _local_model_trouble_noted(pipeline, outputs["answer"], asked_at)
-    return answer.updated(timings_ms=timings, sources=_sources(outputs)), outputs
+
+    def run(asked: str) -> tuple[Answer, dict[str, Any]]:
+        observer_token = _excerpt_observer.set((component, socket, on_excerpts) if on_excerpts else None)
+        try:
+            outputs, timings = timed_run(pipeline, component_inputs=component_inputs, question=asked,
+                                         filters=filters, **values)
+        finally:
+            _excerpt_observer.reset(observer_token)
+        answer = _local_model_trouble_noted(pipeline, outputs["answer"], asked_at)
+        return answer.updated(timings_ms=timings, sources=_sources(outputs)), outputs
+
+    answer, outputs = run(question)
+    if not answer.flags.get("not_answered") or not outputs.get(OBJECTED):
+        return answer, outputs
+    translator = _rewording_translator(pipeline, question)
+    if translator is None:
+        return answer, outputs
+    rewording_started = time.perf_counter()
+    pipeline.start_other_local_models()  # the translator's model, started when first needed
+    reworded = translator.reworded(question)
+    took = {"rewording": round((time.perf_counter() - rewording_started) * 1000, 1)}
+    # Only a rewording that replaces a word the gate objected to is asked: one that keeps them all ("Does
+    # adrenalectomy impact appendectomy outcomes?") could pass only by its phrasing, not by the papers' words.
+    if reworded and _replaces_one(outputs[OBJECTED], reworded):
+        again, again_outputs = run(reworded)
+        # kept only as an answer: related findings alone say no more than the first run's
+        if not again.flags.get("not_answered") and not again.flags.get("related_only"):
+            return again.with_note(
+                f'Not answered as asked; searched and answered as "{reworded}" (a model\'s rewording in the '
+                "papers' terms).", "reworded", first=True).updated(
+                timings_ms={**again.timings_ms, **took, "total": round((time.time() - asked_at) * 1000, 1)}
+            ), again_outputs
+    return answer.updated(timings_ms={**answer.timings_ms, **took}), outputs
+
+
+def _replaces_one(objected: list[str], reworded: str) -> bool:
+    """Whether the rewording leaves out at least one of the objected words (as written, any case)."""
+    words = {w.lower() for w in re.findall(r"[\w-]+", reworded)}
+    return any(w.lower() not in words for w in objected)
+
+
+def _rewording_translator(pipeline: DeclaredPipeline, question: str) -> QuestionTranslator | None:
+    """The pipeline's `QuestionTranslator` when it rewords what is not answered (`reword_unanswered`) and the
+    question is English (one in another language was translated, into the papers' terms, already)."""
+    translator = next((c for _, c in pipeline.pipeline.walk() if isinstance(c, QuestionTranslator)), None)
+    if translator is None or not translator.reword_unanswered or translator.language(question) is not None:
+        return None
+    return translator
 
 
 def _start_local_model(pipeline: DeclaredPipeline) -> None:

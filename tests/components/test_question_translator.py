@@ -121,6 +121,33 @@ def test_a_question_read_twice_asks_the_model_once_and_a_failure_is_asked_again_
     assert SPANISH not in translator._memo and len(translator._memo) == 2
 
 
+def test_an_english_question_is_reworded_in_the_papers_terms_only_when_asked_for_and_once():
+    """`reworded`: the answering layer's second try for an English question the papers did not answer as asked."""
+    model = FakeTranslatingGenerator(json.dumps({"english": "Is X chromosome inactivation a factor in miscarriage?"}))
+    lay = "I keep miscarrying, could it be to do with X chromosome inactivation?"
+    assert QuestionTranslator(chat_generator=model).reworded(lay) is None and model.asked == []  # off by default
+    translator = QuestionTranslator(chat_generator=model, reword_unanswered=True)
+    assert translator.reworded(SPANISH) is None and model.asked == []  # another language is translated instead
+    assert translator.reworded(lay) == "Is X chromosome inactivation a factor in miscarriage?"
+    assert translator.reworded(lay) == "Is X chromosome inactivation a factor in miscarriage?"
+    assert len(model.asked) == 1  # remembered
+    sent = model.asked[0]
+    assert sent[0].text.startswith("Rewrite the user's health question") and sent[-1].text == lay
+    assert translator.run(question=lay) == {"question": lay, "notes": []}  # the first reading is as asked
+    # a rewording is remembered apart from a translation of the same text
+    assert "reworded: " + lay in translator._memo and lay not in translator._memo
+    # nothing usable (the question itself, or a failure): None, the question stays not answered
+    assert QuestionTranslator(chat_generator=FakeTranslatingGenerator(json.dumps({"english": lay})),
+                              reword_unanswered=True).reworded(lay) is None
+    assert QuestionTranslator(chat_generator=FakeTranslatingGenerator(None), reword_unanswered=True).reworded(lay) is None
+    generator = OpenAIChatGenerator(model="qwen2.5-coder-1.5b-instruct", api_base_url="http://127.0.0.1:1418/v1",
+                                    api_key=Secret.from_env_var("PMC_RAG_LLM_API_KEY", strict=False))
+    data = QuestionTranslator(chat_generator=generator, reword_unanswered=True).to_dict()
+    assert data["init_parameters"]["reword_unanswered"] is True
+    again = QuestionTranslator.from_dict(data)
+    assert again.reword_unanswered is True and again.to_dict() == data
+
+
 @pytest.mark.integration
 def test_the_shipped_translator_model_puts_lay_words_into_their_english(tmp_path):
     """rag.yml's translator, with its own model (other_local_models) on a port of the test's: the words the 0.5B
