@@ -29,7 +29,6 @@ from haystack.tracing import Span, Tracer
 from pmc_rag.components.answer import Answer
 from pmc_rag.components.question_translator import QuestionTranslator
 from pmc_rag.local_llm.spec import LocalModelError
-
 from pmc_rag.local_llm.supervisor import local_model_server
 from pmc_rag.pipelines import EXCERPTS, OBJECTED, RELATED, RETRIEVED_PREFIX, DeclaredPipeline
 

@@ -60,7 +60,8 @@ def _declared(answerer: FakeAnswerer, reword: bool = True, reply: str | None = R
         reword_unanswered=reword))
     pipeline.add_component("answerer", answerer)
     pipeline.connect("translator.question", "answerer.question")
-    return DeclaredPipeline(Path("reworded.yml"), pipeline, {"question": ["translator.question"], "filters": ["answerer.filters"]},
+    return DeclaredPipeline(Path("reworded.yml"), pipeline,
+                            {"question": ["translator.question"], "filters": ["answerer.filters"]},
                             {"answer": "answerer.answer", "excerpts": "answerer.excerpts",
                              "objected": "answerer.objected_words"})
 

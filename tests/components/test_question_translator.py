@@ -139,7 +139,8 @@ def test_an_english_question_is_reworded_in_the_papers_terms_only_when_asked_for
     # nothing usable (the question itself, or a failure): None, the question stays not answered
     assert QuestionTranslator(chat_generator=FakeTranslatingGenerator(json.dumps({"english": lay})),
                               reword_unanswered=True).reworded(lay) is None
-    assert QuestionTranslator(chat_generator=FakeTranslatingGenerator(None), reword_unanswered=True).reworded(lay) is None
+    failing = QuestionTranslator(chat_generator=FakeTranslatingGenerator(None), reword_unanswered=True)
+    assert failing.reworded(lay) is None
     generator = OpenAIChatGenerator(model="qwen2.5-coder-1.5b-instruct", api_base_url="http://127.0.0.1:1418/v1",
                                     api_key=Secret.from_env_var("PMC_RAG_LLM_API_KEY", strict=False))
     data = QuestionTranslator(chat_generator=generator, reword_unanswered=True).to_dict()

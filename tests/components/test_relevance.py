@@ -81,7 +81,8 @@ def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_t
     assert held["objected_words"] == ["lecanemab", "Leqembi"]  # the words named, for a rewording to replace
     far = scored(("PMC1", 0.3))  # too far for any word to be the reason: none named
     too_far = gate.run(documents=far, scored=far, unknown_words=["lecanemab"])
-    assert too_far["why_unanswered"].startswith("No indexed passage is close enough") and too_far["objected_words"] == []
+    assert too_far["why_unanswered"].startswith("No indexed passage is close enough")
+    assert too_far["objected_words"] == []
     close = scored(("PMC1", 0.7))  # close enough despite the unknown word (a misspelling of a known subject)
     assert gate.run(documents=close, scored=close, unknown_words=["underrecognised"]) == {"documents": close}
     # a follow-up carries its topic question along; that question's words were accepted when it was answered
