@@ -152,7 +152,8 @@ def test_an_english_question_is_reworded_in_the_papers_terms_only_when_asked_for
 @pytest.mark.integration
 def test_the_shipped_translator_model_puts_lay_words_into_their_english(tmp_path):
     """rag.yml's translator, with its own model (other_local_models) on a port of the test's: the words the 0.5B
-    got wrong ("efectos secundarios" -> "secondary effects", "prothèse de genou" -> "a prosthesis of the brain")."""
+    got wrong ("efectos secundarios" -> "secondary effects", "prothèse de genou" -> "a prosthesis of the brain"),
+    and English lay words reworded in the papers' terms (rag_reworded.yml)."""
     from haystack.core.serialization import component_from_dict
 
     from pmc_rag.local_llm.supervisor import local_model_server
@@ -178,7 +179,15 @@ def test_the_shipped_translator_model_puts_lay_words_into_their_english(tmp_path
         server.ensure_running()
         side_effects = translator.run(question="¿Cuáles son los efectos secundarios del erlotinib?")["question"]
         knee = translator.run(question="La prothèse de genou améliore-t-elle la qualité de vie ?")["question"]
+        translator.reword_unanswered = True  # as rag_reworded.yml sets it
+        miscarrying = translator.reworded("I keep miscarrying, could it be to do with X chromosome inactivation?")
+        utis = translator.reworded("is Actinobaculum schaalii a real cause of UTIs in kids?")
     finally:
         server.stop()
     assert "side effects" in side_effects.lower() and "erlotinib" in side_effects.lower(), side_effects
     assert "knee" in knee.lower(), knee
+    # the lay word the gate objected to replaced by the papers' term, the other subject kept
+    assert miscarrying and "miscarrying" not in miscarrying and "miscarriage" in miscarrying.lower(), miscarrying
+    assert "x chromosome inactivation" in miscarrying.lower(), miscarrying
+    assert utis and "UTIs" not in utis and "urinary tract infection" in utis.lower(), utis
+    assert "actinobaculum schaalii" in utis.lower(), utis
