@@ -376,6 +376,20 @@ def _with_recorded_replies(spec: dict, record: bool) -> dict:
     return spec
 
 
+@pytest.fixture
+def answering_model_down(monkeypatch):
+    """The recorded model fails as an unreachable server would, for a test whose subject is not the model's reply
+    and whose prompt cannot be recorded (it carries an id made afresh each run: an upload's, or excerpts ordered by
+    a cross-encoder of random weights): the answer quotes the passages, as with the model down. Before a missing
+    recording failed loudly (2026-11-30), these tests took that path silently."""
+    from pmc_rag.components.recorded_reply_chat_generator import RecordedReplyChatGenerator
+
+    def unreachable(self, messages, **kwargs):
+        raise ConnectionError("the model server is down for this test")
+
+    monkeypatch.setattr(RecordedReplyChatGenerator, "run", unreachable)
+
+
 def write_serve_config(table: str, folder: Path, **sections: dict) -> Path:
     """A hayhooks.yml in `folder` serving rag.yml (answers, chat) and retrieve_hybrid.yml over `table`, uploads
     through indexing.yml into it, with these sections' settings added (`server={"max_body_bytes": 4096}`)."""

@@ -141,7 +141,7 @@ def tiny_cross_encoder(tmp_path_factory):
     return folder
 
 
-def test_rag_rerank_wiring_runs_with_a_cross_encoder(rag_files, tiny_cross_encoder):
+def test_rag_rerank_wiring_runs_with_a_cross_encoder(rag_files, tiny_cross_encoder, answering_model_down):
     table, folder = rag_files
     path = pipeline_file_for("rag_rerank", table, folder)
     path.write_text(path.read_text().replace("cross-encoder/ms-marco-MiniLM-L-6-v2", str(tiny_cross_encoder)))

@@ -42,3 +42,21 @@ def test_recording_asks_the_real_generator_and_appends_what_it_said(tmp_path):
     assert entry["key"] == prompt_key(PROMPT, None) and entry["prompt_start"] == "Is erlotinib effective?"
     data = recorder.to_dict()
     assert RecordedReplyChatGenerator.from_dict(data).to_dict() == data and data["init_parameters"]["record_with"]
+
+
+def test_a_missing_recording_is_never_taken_for_a_model_failure(tmp_path):
+    """The components that fail over on a model failure (the fallback generator, the translator, the router's
+    model layer) let `NoRecordedReply` through: a test whose prompt changed fails, instead of silently taking the
+    path of a model that is down (three tests did, found 2026-11-30)."""
+    from pmc_rag.components.question_router import QuestionRouter
+    from pmc_rag.components.question_translator import QuestionTranslator
+    from pmc_rag.components.remembering_fallback_chat_generator import RememberingFallbackChatGenerator
+
+    (tmp_path / "replies.jsonl").write_text("")
+    recorded = RecordedReplyChatGenerator(replies=str(tmp_path / "replies.jsonl"))
+    with pytest.raises(NoRecordedReply):
+        RememberingFallbackChatGenerator(chat_generators=[recorded, EmptyReplyGenerator()]).run(messages=PROMPT)
+    with pytest.raises(NoRecordedReply):
+        QuestionTranslator(chat_generator=recorded).run(question="¿Es eficaz el erlotinib en el cáncer de pulmón?")
+    with pytest.raises(NoRecordedReply):
+        QuestionRouter(chat_generator=recorded)._asked("Is erlotinib effective?")

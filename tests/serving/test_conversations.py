@@ -193,10 +193,21 @@ def test_a_chat_history_in_another_language_is_read_in_english(client):
     assert "erlotinib" in history[0][0].lower() and "¿" not in history[0][0]
 
 
-def test_a_question_that_cannot_be_translated_is_searched_as_asked_with_one_note(client):
-    # No reply is recorded for this translation: the model fails, in the server and again in the pipeline.
-    answer = client.post("/rag/run", json={"question": "Hjälper akupunktur mot depression hos vuxna patienter?"}
-                         ).json()["result"]
+def test_a_question_that_cannot_be_translated_is_searched_as_asked_with_one_note(client, monkeypatch):
+    # The translating model fails for this question (a fake failure in front of the recorded replies), in the server
+    # and again in the pipeline.
+    from pmc_rag.components.recorded_reply_chat_generator import RecordedReplyChatGenerator
+
+    swedish = "Hjälper akupunktur mot depression hos vuxna patienter?"
+    replay = RecordedReplyChatGenerator.run
+
+    def unreachable(self, messages, **kwargs):
+        if messages and messages[-1].text == swedish:
+            raise ConnectionError("model server not reachable")
+        return replay(self, messages, **kwargs)
+
+    monkeypatch.setattr(RecordedReplyChatGenerator, "run", unreachable)
+    answer = client.post("/rag/run", json={"question": swedish}).json()["result"]
     failed = [n for n in answer["notes"] if "could not be translated" in n]
     assert len(failed) == 1 and answer["notes"][0] == failed[0]
 

@@ -11,7 +11,8 @@ import pytest
 from served_sample import QUESTION, TABLE, chat_body, chunk_count
 
 
-def test_own_documents_are_uploaded_cited_with_their_page_and_deleted(client, pg_conn_str, tmp_path):
+def test_own_documents_are_uploaded_cited_with_their_page_and_deleted(client, pg_conn_str, tmp_path,
+                                                                     answering_model_down):
     from pdf_documents import article_pdf, scanned_pdf
 
     pdf, _ = article_pdf(tmp_path / "FIELT trial.pdf")
