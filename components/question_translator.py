@@ -189,8 +189,8 @@ class QuestionTranslator:
                 if english is not None or now - when < FAILURE_REMEMBERED_S:
                     self._memo[key] = (english, when)  # the most recently used last
                     return english
-        english = self._translated(question, REWORD_INSTRUCTIONS, REWORD_EXAMPLES) if reword else \
-            self._translated(question)
+        english = self._translated(question, *((REWORD_INSTRUCTIONS, REWORD_EXAMPLES) if reword else
+                                                (INSTRUCTIONS, EXAMPLES)))
         with self._lock:
             self._memo[key] = (english, now)
             while len(self._memo) > REMEMBERED_QUESTIONS:
