@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from pmc_rag.answering.pipeline_run import answer_question
+from pmc_rag.answering.pipeline_run import answer_question, run_answering
 from pmc_rag.pipeline_files import resolve_pipeline_spec
 from pmc_rag.pipelines import PipelineError, load_declared_pipeline
 
@@ -44,6 +44,23 @@ def test_a_question_in_spanish_is_searched_in_english_and_quotes_the_same_paper(
     assert answer.references[0].source_id == "PMC4816447" and not answer.flags.get("not_answered")
     assert answer.notes[0].startswith("Asked in Spanish: searched and answered in English, the language of the papers")
     assert "erlotinib" in answer.notes[0].split(" as ", 1)[1].lower()  # the model's English, shown as such
+
+
+def test_rag_reworded_asks_a_question_turned_away_for_its_words_again_in_the_papers_terms(rag_files, tmp_path):
+    """rag_reworded.yml end to end, replayed: rag.yml turns the lay question away for some of its words; the
+    variant's translator (the tests' model, recorded) rewords it without them, the second search answers from the
+    MmPPOX paper, and the answer says how it was searched."""
+    table, folder = rag_files
+    lay = "do bugs that eat fat in TB get blocked by the MmPPOX drug?"
+    as_asked, outputs = run_answering(load_declared_pipeline(pipeline_file_for("rag", table, tmp_path)), lay)
+    assert as_asked.flags["not_answered"] and outputs["objected"] and "rewording" not in as_asked.timings_ms
+    answer = answer_question(load_declared_pipeline(pipeline_file_for("rag_reworded", table, tmp_path)), lay)
+    assert answer.flags["reworded"] and not answer.flags.get("not_answered")
+    assert answer.references[0].source_id == "PMC3460867" and answer.timings_ms["rewording"] > 0
+    assert answer.notes[0].startswith('Not answered as asked; searched and answered as "')
+    searched_as = answer.notes[0].split('"')[1].lower()
+    assert searched_as != lay.lower() and "mmppox" in searched_as
+    assert any(word.lower() not in searched_as for word in outputs["objected"])
 
 
 @pytest.mark.integration  # the real model's server, its streamed tokens and their count
