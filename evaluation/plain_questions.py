@@ -21,7 +21,8 @@ uploads), and is judged against the gold, never by the component that wrote the 
 
 `plain_held_aside` is sealed: its figures are printed, its answers are written to the output file for the record
 and are not to be read to change anything. Each row is the share of the set's questions. `--dataset` judges another
-file of the same form (`multilingual_questions.json`: its `multilingual_tuning` and sealed `multilingual_held_aside`).
+file of the same form (`multilingual_questions.json`: its `multilingual_tuning` and sealed `multilingual_held_aside`;
+`plain_questions_sealed_2.json`: its sealed `plain_sealed_2`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ DATASET = DATASETS / "plain_language_questions.json"
 SETS = ("plain_tuning", "plain_held_aside")
 MULTILINGUAL = DATASETS / "multilingual_questions.json"
 MULTILINGUAL_SETS = ("multilingual_tuning", "multilingual_held_aside")
+# A second sealed set written another way (from the conclusions of abstracts no other set uses), for a change's
+# choice once the first sealed half had been counted for many: sealed like `plain_held_aside`.
+SEALED_2 = DATASETS / "plain_questions_sealed_2.json"
+SEALED_2_SETS = ("plain_sealed_2",)
 MIN_GOLD_SHARE = 0.5
 
 

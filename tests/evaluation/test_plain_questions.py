@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from pmc_rag.evaluation.plain_questions import MULTILINGUAL, MULTILINGUAL_SETS, judged, load, main, states_gold, table
+from pmc_rag.evaluation.plain_questions import (MULTILINGUAL, MULTILINGUAL_SETS, SEALED_2, SEALED_2_SETS, judged,
+                                                load, main, states_gold, table)
 
 GOLD = ["The present study reinforces the use of EGFR tyrosine kinase inhibition as a first line treatment of choice "
         "for advanced adenocarcinoma of the lung carrying an activating EGFR mutation."]
@@ -34,6 +38,19 @@ def test_the_questions_in_other_languages_have_gold_halves_apart_and_none_is_in_
                                                                   for q in questions)
     translator = QuestionTranslator(chat_generator=None)  # only its language check is used
     assert all(translator.language(q["question"]) for q in questions if q["set"] == "multilingual_tuning")
+
+
+def test_the_second_sealed_set_asks_about_papers_no_other_set_uses():
+    """`plain_sealed_2` was written from the conclusions of abstracts that have no PubMedQA question here and are
+    no other set's gold paper: a paper another set asks about would carry that set's wording into it."""
+    from pmc_rag.paths import DEV_QUESTIONS
+
+    questions = load(SEALED_2)
+    assert len(questions) >= 20 and {q["set"] for q in questions} == set(SEALED_2_SETS)
+    assert all(q["gold_paper"] and q["gold_sentences"] for q in questions)
+    elsewhere = {q["gold_paper"] for q in load() + load(MULTILINGUAL)} | {
+        f"PMID:{pmid}" for pmid in json.loads(Path(DEV_QUESTIONS).read_text(encoding="utf-8"))}
+    assert not {q["gold_paper"] for q in questions} & elsewhere
 
 
 def test_the_judge_names_a_missing_set_of_another_file_and_its_sets(capsys):
