@@ -28,7 +28,7 @@ from pmc_rag.answering.crisis import check_crisis, check_crisis_by_rules, check_
 from pmc_rag.answering.crisis_exemplars import HELD_ASIDE_SETS, ExemplarLayer, labelled_messages, research_exemplars
 
 # Held aside and never read message by message: its figures are reported, its failures not listed.
-SEALED_SETS = {"fresh_5", "fresh_6", "fresh_7", "fresh_8", "chat_held_aside"}
+SEALED_SETS = {"fresh_5", "fresh_6", "fresh_7", "fresh_8", "fresh_9", "chat_held_aside"}
 
 
 def learned_by_the_classifier(row: dict[str, Any]) -> bool:

@@ -92,7 +92,7 @@ class ExemplarLayer:
         return max(set(crisis_neighbours), key=crisis_neighbours.count)
 
 
-HELD_ASIDE_SETS = {"fresh_4", "fresh_5", "fresh_6", "fresh_7", "fresh_8", "chat_held_aside"}
+HELD_ASIDE_SETS = {"fresh_4", "fresh_5", "fresh_6", "fresh_7", "fresh_8", "fresh_9", "chat_held_aside"}
 
 
 def labelled_messages() -> list[dict[str, Any]]:
