@@ -16,6 +16,7 @@ from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.section_kinds import is_readable_evidence
 from pmc_rag.components.word_meaning import WordMeaning, names, text_words
 from pmc_rag.components.follow_up_query import follow_up_query
+from pmc_rag.components.part_of_speech import predicate_words
 from pmc_rag.components.subject_words import FRAME_WORD, REQUEST_WORD, is_subject_word, names_phrase, phrase_around
 
 @component
@@ -72,7 +73,8 @@ class RelevanceGate:
                  words_apart_routes: list[str] | None = None, phrases_together: bool = False,
                  meaning_model: str | None = None, min_word_similarity: float = 0.7, min_word_weight: float = 0.0,
                  classifier: str | None = None, min_similarity_related: float | None = None,
-                 related_papers: int = 2, min_meaning_carried: float | None = None):
+                 related_papers: int = 2, min_meaning_carried: float | None = None,
+                 predicates_checked: bool = True):
         """
         :param min_similarity: Least cosine similarity of the best semantic match for the question to be answered.
         :param min_similarity_with_unknown_words: The least similarity instead, when some of the question's words
@@ -115,6 +117,10 @@ class RelevanceGate:
             that sentence when the word, with the subject words around it, is taken out, over how far the question
             itself moves). A sentence that says the word in other words carries much of it; a sentence on the rest
             of the question only, little or none. None: only words and their near synonyms name a word.
+        :param predicates_checked: Whether the word checks judge the question's words that a part-of-speech tagger
+            reads, in context, as a verb, an adverb or a comparative ("diabetes *runs* in your family", "getting
+            *sicker*": `part_of_speech.predicate_words`), as they judge its nouns. False: only what a subject is
+            called is looked for in the papers, not what the question says it does.
         """
         thresholds = (min_similarity, min_similarity_with_unknown_words, min_similarity_with_absent_words,
                       min_similarity_related)
@@ -142,6 +148,7 @@ class RelevanceGate:
         self.min_similarity_related = min_similarity_related
         self.related_papers = related_papers
         self.min_meaning_carried = min_meaning_carried
+        self.predicates_checked = predicates_checked
         self._meaning: WordMeaning | None = None
         self._classifier = GateClassifier(_resource(classifier)) if classifier else None
 
@@ -160,7 +167,8 @@ class RelevanceGate:
                                phrases_together=self.phrases_together, meaning_model=self.meaning_model,
                                min_word_similarity=self.min_word_similarity, min_word_weight=self.min_word_weight,
                                classifier=self.classifier, min_similarity_related=self.min_similarity_related,
-                               related_papers=self.related_papers, min_meaning_carried=self.min_meaning_carried)
+                               related_papers=self.related_papers, min_meaning_carried=self.min_meaning_carried,
+                               predicates_checked=self.predicates_checked)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceGate:
@@ -212,6 +220,10 @@ class RelevanceGate:
         if self._meaning is not None and question:
             # Words that carry little of the question's meaning are not checked: "asked" means "left aside".
             asked |= self._light_words(question, word_shares or {}, unknown_words or [])
+        if not self.predicates_checked and question:
+            # A lay question says what happens in everyday verbs the papers do not use ("runs in the family"):
+            # what the papers must name is what the subjects are called.
+            asked |= predicate_words(question)
         unknown = [w for w in unknown_words or [] if w.strip() and w.lower() not in asked] \
             if self.min_similarity_with_unknown_words is not None else []
         if unknown and self._meaning is not None:

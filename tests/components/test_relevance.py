@@ -153,6 +153,28 @@ def test_a_question_whose_specific_words_no_excerpt_mentions_needs_a_closer_matc
     assert RelevanceGate.from_dict(gate.to_dict()).to_dict() == gate.to_dict()
 
 
+def test_a_verb_of_the_question_need_not_be_named_by_the_papers_when_predicates_are_not_checked():
+    """A lay question says what happens in everyday verbs ("diabetes runs in your family"); the papers name the
+    subjects in their own words. With `predicates_checked=False` only the subjects are looked for."""
+    on_fitness = [Document(id="f1", content="Cardiorespiratory fitness preserved microvascular function in offspring "
+                           "of patients with type 2 diabetes.", score=0.56, meta={"source_id": "PMID:1"})]
+    question = "if you're fit does that protect your small blood vessels when diabetes runs in your family?"
+    shares = {"runs": 0.001, "diabetes": 0.05, "vessels": 0.02, "family": 0.03}
+    strict = RelevanceGate(min_similarity=0.5, min_similarity_with_absent_words=0.6, specific_word_max_share=0.01)
+    held = strict.run(documents=on_fitness, scored=on_fitness, word_shares=shares, question=question)
+    assert "documents" not in held and held["objected_words"] == ["runs"]
+    lay = RelevanceGate(min_similarity=0.5, min_similarity_with_absent_words=0.6, specific_word_max_share=0.01,
+                        predicates_checked=False)
+    assert lay.run(documents=on_fitness, scored=on_fitness, word_shares=shares, question=question) == {
+        "documents": on_fitness}
+    # a noun the papers lack is still looked for
+    assert "documents" not in lay.run(documents=on_fitness, scored=on_fitness,
+                                      word_shares={**shares, "hemophilia": 0.001},
+                                      question=question.replace("diabetes", "diabetes or hemophilia"))
+    assert RelevanceGate.from_dict(lay.to_dict()).to_dict() == lay.to_dict()
+    assert lay.to_dict()["init_parameters"]["predicates_checked"] is False
+
+
 def test_subjects_no_one_paper_names_together_need_a_closer_match_unless_they_are_parts_to_compare():
     gate = RelevanceGate(min_similarity=0.5, min_similarity_with_words_apart=0.65)
 
