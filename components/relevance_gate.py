@@ -153,6 +153,8 @@ class RelevanceGate:
         self._classifier = GateClassifier(_resource(classifier)) if classifier else None
 
     def warm_up(self) -> None:
+        if not self.predicates_checked:
+            predicate_words("")  # the tagger's lexicon (60 ms), before the first question waits for it
         if self.meaning_model and self._meaning is None:
             self._meaning = WordMeaning.loaded(self.meaning_model, min_similarity=self.min_word_similarity)
 
