@@ -75,13 +75,12 @@ def _eval(args: argparse.Namespace) -> int:
         report = directions.run(args.directions_model)
         return _write_side_report(args, "directions", report, directions.markdown(report))
     if args.plain:
-        from pmc_rag.evaluation.plain_questions import (MULTILINGUAL, MULTILINGUAL_SETS, SEALED_2, SEALED_2_SETS,
-                                                        run, table)
+        from pmc_rag.evaluation import plain_questions as plain
 
         pipeline = args.pipelines[0] if args.pipelines else "rag"
-        rows = run(pipeline) + run(pipeline, SEALED_2_SETS, dataset=SEALED_2) + \
-            run(pipeline, MULTILINGUAL_SETS, dataset=MULTILINGUAL)
-        return _write_side_report(args, "plain", {"questions": rows}, table(rows))
+        rows = plain.run(pipeline) + plain.run(pipeline, plain.SEALED_2_SETS, dataset=plain.SEALED_2) + \
+            plain.run(pipeline, plain.MULTILINGUAL_SETS, dataset=plain.MULTILINGUAL)
+        return _write_side_report(args, "plain", {"questions": rows}, plain.table(rows))
     if args.routes and args.pipelines:
         from pmc_rag.evaluation.routes import route_answers_markdown, run_route_answers
 

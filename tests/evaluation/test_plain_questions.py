@@ -7,8 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from pmc_rag.evaluation.plain_questions import (MULTILINGUAL, MULTILINGUAL_SETS, SEALED_2, SEALED_2_SETS, judged,
-                                                load, main, states_gold, table)
+from pmc_rag.evaluation.plain_questions import (
+    MULTILINGUAL,
+    MULTILINGUAL_SETS,
+    SEALED_2,
+    SEALED_2_SETS,
+    judged,
+    load,
+    main,
+    states_gold,
+    table,
+)
 
 GOLD = ["The present study reinforces the use of EGFR tyrosine kinase inhibition as a first line treatment of choice "
         "for advanced adenocarcinoma of the lung carrying an activating EGFR mutation."]
