@@ -22,7 +22,7 @@ uploads), and is judged against the gold, never by the component that wrote the 
 `plain_held_aside` is sealed: its figures are printed, its answers are written to the output file for the record
 and are not to be read to change anything. Each row is the share of the set's questions. `--dataset` judges another
 file of the same form (`multilingual_questions.json`: its `multilingual_tuning` and sealed `multilingual_held_aside`;
-`plain_questions_sealed_2.json`: its sealed `plain_sealed_2`).
+`plain_questions_sealed_2.json`: its sealed `plain_sealed_2`; `plain_questions_sealed_3.json`: `plain_sealed_3`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ MULTILINGUAL_SETS = ("multilingual_tuning", "multilingual_held_aside")
 # choice once the first sealed half had been counted for many: sealed like `plain_held_aside`.
 SEALED_2 = DATASETS / "plain_questions_sealed_2.json"
 SEALED_2_SETS = ("plain_sealed_2",)
+# A third, about the full-text papers, as search-box queries and as stories.
+SEALED_3 = DATASETS / "plain_questions_sealed_3.json"
+SEALED_3_SETS = ("plain_sealed_3",)
 MIN_GOLD_SHARE = 0.5
 
 

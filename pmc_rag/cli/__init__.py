@@ -165,7 +165,8 @@ def _parser() -> argparse.ArgumentParser:
                                "of its yes or no (qwen2.5-coder-1.5b-instruct: about 17 minutes on 2 cores)")
     evaluate.add_argument("--plain", action="store_true",
                           help="the 211 plain-language questions (evaluation/datasets/plain_language_questions.json), "
-                               "the 24 of the second sealed set (plain_questions_sealed_2.json) "
+                               "the 24 and 44 of the second and third sealed sets (plain_questions_sealed_2.json, "
+                               "_3.json) "
                                "and the 48 in six other languages (multilingual_questions.json) through --pipelines' "
                                "first (default rag): the gold paper first, cited, its finding stated, turned away, "
                                "emergency replies; tuning beside the sealed halves")

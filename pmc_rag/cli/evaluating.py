@@ -79,6 +79,7 @@ def _eval(args: argparse.Namespace) -> int:
 
         pipeline = args.pipelines[0] if args.pipelines else "rag"
         rows = plain.run(pipeline) + plain.run(pipeline, plain.SEALED_2_SETS, dataset=plain.SEALED_2) + \
+            plain.run(pipeline, plain.SEALED_3_SETS, dataset=plain.SEALED_3) + \
             plain.run(pipeline, plain.MULTILINGUAL_SETS, dataset=plain.MULTILINGUAL)
         return _write_side_report(args, "plain", {"questions": rows}, plain.table(rows))
     if args.routes and args.pipelines:

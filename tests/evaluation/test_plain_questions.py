@@ -12,6 +12,8 @@ from pmc_rag.evaluation.plain_questions import (
     MULTILINGUAL_SETS,
     SEALED_2,
     SEALED_2_SETS,
+    SEALED_3,
+    SEALED_3_SETS,
     judged,
     load,
     main,
@@ -60,6 +62,19 @@ def test_the_second_sealed_set_asks_about_papers_no_other_set_uses():
     elsewhere = {q["gold_paper"] for q in load() + load(MULTILINGUAL)} | {
         f"PMID:{pmid}" for pmid in json.loads(Path(DEV_QUESTIONS).read_text(encoding="utf-8"))}
     assert not {q["gold_paper"] for q in questions} & elsewhere
+
+
+def test_the_third_sealed_set_asks_twice_about_each_full_text_paper_in_two_styles():
+    questions = load(SEALED_3)
+    assert {q["set"] for q in questions} == set(SEALED_3_SETS) and all(q["source"] == "full_text" for q in questions)
+    by_paper: dict[str, list[str]] = {}
+    for q in questions:
+        by_paper.setdefault(q["gold_paper"], []).append(q["style"])
+    assert len(by_paper) >= 20 and all(sorted(styles) == ["search box", "story"] for styles in by_paper.values())
+    # gold as the main set gives it for the same paper: its conclusion's sentences
+    main_gold = {s for q in load() if q["source"] == "full_text" for s in q["gold_sentences"]}
+    assert all(set(q["gold_sentences"]) <= main_gold for q in questions)
+    assert not any("?" in q["question"] for q in questions if q["style"] == "search box")
 
 
 def test_the_judge_names_a_missing_set_of_another_file_and_its_sets(capsys):
