@@ -21,6 +21,7 @@ tagged("if you're fit does that protect your small blood vessels when diabetes r
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -101,46 +102,37 @@ def _lexical_tag(word: str, previous: str, following: str) -> str:
     return tag
 
 
-def _matches(rule: _Rule, words: list[str], tags: list[str], i: int) -> bool:
-    """Whether a contextual rule's trigger holds at position `i` of the padded `words` and `tags`."""
-    a = rule.arguments
+# Brill's contextual triggers: each reads the rule's arguments `a` against the tags `t` and the lower-case words
+# `w` around position `i` (`_at` pads both ends with START and END).
+_TRIGGERS: dict[str, Callable[[tuple[str, ...], list[str], list[str], int], bool]] = {
+    "PREVTAG": lambda a, t, w, i: _at(t, i - 1) == a[0],
+    "NEXTTAG": lambda a, t, w, i: _at(t, i + 1) == a[0],
+    "PREV2TAG": lambda a, t, w, i: _at(t, i - 2) == a[0],
+    "NEXT2TAG": lambda a, t, w, i: _at(t, i + 2) == a[0],
+    "PREV1OR2TAG": lambda a, t, w, i: a[0] in (_at(t, i - 1), _at(t, i - 2)),
+    "NEXT1OR2TAG": lambda a, t, w, i: a[0] in (_at(t, i + 1), _at(t, i + 2)),
+    "PREV1OR2OR3TAG": lambda a, t, w, i: a[0] in (_at(t, i - 1), _at(t, i - 2), _at(t, i - 3)),
+    "NEXT1OR2OR3TAG": lambda a, t, w, i: a[0] in (_at(t, i + 1), _at(t, i + 2), _at(t, i + 3)),
+    "SURROUNDTAG": lambda a, t, w, i: _at(t, i - 1) == a[0] and _at(t, i + 1) == a[1],
+    "PREVBIGRAM": lambda a, t, w, i: _at(t, i - 2) == a[0] and _at(t, i - 1) == a[1],
+    "NEXTBIGRAM": lambda a, t, w, i: _at(t, i + 1) == a[0] and _at(t, i + 2) == a[1],
+    "PREVWD": lambda a, t, w, i: _at(w, i - 1) == a[0].lower(),
+    "NEXTWD": lambda a, t, w, i: _at(w, i + 1) == a[0].lower(),
+    "PREV1OR2WD": lambda a, t, w, i: a[0].lower() in (_at(w, i - 1), _at(w, i - 2)),
+    "NEXT1OR2WD": lambda a, t, w, i: a[0].lower() in (_at(w, i + 1), _at(w, i + 2)),
+    "CURWD": lambda a, t, w, i: w[i] == a[0].lower(),
+    "WDPREVTAG": lambda a, t, w, i: _at(t, i - 1) == a[0] and w[i] == a[1].lower(),
+    "WDNEXTTAG": lambda a, t, w, i: w[i] == a[0].lower() and _at(t, i + 1) == a[1],
+    "WDAND2AFT": lambda a, t, w, i: w[i] == a[0].lower() and _at(w, i + 2) == a[1].lower(),
+    "WDAND2TAGAFT": lambda a, t, w, i: w[i] == a[0].lower() and _at(t, i + 2) == a[1],
+    "WDAND2TAGBFR": lambda a, t, w, i: _at(t, i - 2) == a[0] and w[i] == a[1].lower(),
+    "LBIGRAM": lambda a, t, w, i: _at(w, i - 1) == a[0].lower() and w[i] == a[1].lower(),
+    "RBIGRAM": lambda a, t, w, i: w[i] == a[0].lower() and _at(w, i + 1) == a[1].lower(),
+}
 
-    def at(sequence: list[str], j: int) -> str:
-        return sequence[j] if 0 <= j < len(sequence) else (START if j < 0 else END)
 
-    def word(j: int) -> str:  # Brill's word triggers, read regardless of case here
-        return at(words, j).lower()
-
-    def tag(j: int) -> str:
-        return at(tags, j)
-
-    checks = {
-        "PREVTAG": lambda: tag(i - 1) == a[0],
-        "NEXTTAG": lambda: tag(i + 1) == a[0],
-        "PREV2TAG": lambda: tag(i - 2) == a[0],
-        "NEXT2TAG": lambda: tag(i + 2) == a[0],
-        "PREV1OR2TAG": lambda: a[0] in (tag(i - 1), tag(i - 2)),
-        "NEXT1OR2TAG": lambda: a[0] in (tag(i + 1), tag(i + 2)),
-        "PREV1OR2OR3TAG": lambda: a[0] in (tag(i - 1), tag(i - 2), tag(i - 3)),
-        "NEXT1OR2OR3TAG": lambda: a[0] in (tag(i + 1), tag(i + 2), tag(i + 3)),
-        "SURROUNDTAG": lambda: tag(i - 1) == a[0] and tag(i + 1) == a[1],
-        "PREVBIGRAM": lambda: tag(i - 2) == a[0] and tag(i - 1) == a[1],
-        "NEXTBIGRAM": lambda: tag(i + 1) == a[0] and tag(i + 2) == a[1],
-        "PREVWD": lambda: word(i - 1) == a[0].lower(),
-        "NEXTWD": lambda: word(i + 1) == a[0].lower(),
-        "PREV1OR2WD": lambda: a[0].lower() in (word(i - 1), word(i - 2)),
-        "NEXT1OR2WD": lambda: a[0].lower() in (word(i + 1), word(i + 2)),
-        "CURWD": lambda: word(i) == a[0].lower(),
-        "WDPREVTAG": lambda: tag(i - 1) == a[0] and word(i) == a[1].lower(),
-        "WDNEXTTAG": lambda: word(i) == a[0].lower() and tag(i + 1) == a[1],
-        "WDAND2AFT": lambda: word(i) == a[0].lower() and word(i + 2) == a[1].lower(),
-        "WDAND2TAGAFT": lambda: word(i) == a[0].lower() and tag(i + 2) == a[1],
-        "WDAND2TAGBFR": lambda: tag(i - 2) == a[0] and word(i) == a[1].lower(),
-        "LBIGRAM": lambda: word(i - 1) == a[0].lower() and word(i) == a[1].lower(),
-        "RBIGRAM": lambda: word(i) == a[0].lower() and word(i + 1) == a[1].lower(),
-    }
-    check = checks.get(rule.trigger)
-    return bool(check and check())
+def _at(sequence: list[str], j: int) -> str:
+    return sequence[j] if 0 <= j < len(sequence) else (START if j < 0 else END)
 
 
 def tagged(text: str) -> list[tuple[str, str]]:
@@ -152,9 +144,11 @@ def tagged(text: str) -> list[tuple[str, str]]:
         known = lexicon.get(word) or (lexicon.get(word.lower()) if i == 0 or not word[:1].isupper() else None)
         tags.append(known or _lexical_tag(word, words[i - 1] if i else START,
                                           words[i + 1] if i + 1 < len(words) else END))
+    lowered = [w.lower() for w in words]  # Brill's word triggers, read regardless of case here
     for rule in _contextual_rules():
+        trigger = _TRIGGERS.get(rule.trigger)
         for i in range(len(words)):
-            if tags[i] == rule.source and _matches(rule, words, tags, i):
+            if tags[i] == rule.source and trigger is not None and trigger(rule.arguments, tags, lowered, i):
                 tags[i] = rule.target
     return list(zip(words, tags))
 
