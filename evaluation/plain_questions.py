@@ -109,8 +109,19 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# Every set `pmc-rag eval --plain` counts, with the file it is in.
+EVERY_SET = ((DATASET, SETS), (SEALED_2, SEALED_2_SETS), (SEALED_3, SEALED_3_SETS), (MULTILINGUAL, MULTILINGUAL_SETS))
+
+
 def run(pipeline: str = "rag", sets: tuple[str, ...] = SETS, out: Path | None = None,
         dataset: Path = DATASET) -> list[dict[str, Any]]:
+    """Each question of `dataset`'s `sets` answered by `pipeline` as `pmc-rag ask` answers it, judged."""
+    return run_files(pipeline, ((dataset, sets),), out)
+
+
+def run_files(pipeline: str, files: tuple[tuple[Path, tuple[str, ...]], ...] = EVERY_SET,
+              out: Path | None = None) -> list[dict[str, Any]]:
+    """`run` over several files' sets, with one answering service (the pipeline and its models loaded once)."""
     from pmc_rag.answering.service import AnswerService
     from pmc_rag.database import ensure_database
     from pmc_rag.environment import configure_environment
@@ -120,7 +131,7 @@ def run(pipeline: str = "rag", sets: tuple[str, ...] = SETS, out: Path | None = 
     configure_environment()
     ensure_database()
     service = AnswerService(load_declared_pipeline(pipeline), name="plain-questions")
-    questions = [q for q in load(dataset) if q["set"] in sets]
+    questions = [q for dataset, sets in files for q in load(dataset) if q["set"] in sets]
     rows, records = [], []
     started = time.perf_counter()
     for number, question in enumerate(questions, 1):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pmc_rag.evaluation.plain_questions import (
+    EVERY_SET,
     MULTILINGUAL,
     MULTILINGUAL_SETS,
     SEALED_2,
@@ -75,6 +76,15 @@ def test_the_third_sealed_set_asks_twice_about_each_full_text_paper_in_two_style
     main_gold = {s for q in load() if q["source"] == "full_text" for s in q["gold_sentences"]}
     assert all(set(q["gold_sentences"]) <= main_gold for q in questions)
     assert not any("?" in q["question"] for q in questions if q["style"] == "search box")
+
+
+def test_eval_plain_counts_every_set_of_every_question_file_once():
+    """`pmc-rag eval --plain` answers every file's sets with one service: each tuning and sealed set, once."""
+    named = [name for dataset, sets in EVERY_SET for name in sets]
+    assert sorted(named) == sorted({"plain_tuning", "plain_held_aside", "plain_sealed_2", "plain_sealed_3",
+                                    "multilingual_tuning", "multilingual_held_aside"})
+    for dataset, sets in EVERY_SET:
+        assert {q["set"] for q in load(dataset)} == set(sets), dataset.name
 
 
 def test_the_judge_names_a_missing_set_of_another_file_and_its_sets(capsys):
