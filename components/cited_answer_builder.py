@@ -256,7 +256,7 @@ class CitedAnswerBuilder:
             checks.append(f"Left out {len(left_out)} sentence(s) of the model's that are not supported findings: " +
                          "; ".join(dict.fromkeys(why for _, why in left_out)) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
-        quoted = self.quotations.extract_per_part(subqueries, subjects or [], documents) \
+        quoted = self.quotations.comparison(subqueries, subjects or [], documents) \
             if route == "compare" and self.comparisons == "quoted" and subqueries else []
         # No excerpt names a subject as the router read it ("chemo" where the papers say "chemotherapy"): the
         # answer is built as for any other question.
@@ -265,7 +265,7 @@ class CitedAnswerBuilder:
             self._quoting_what_is_asked(own_words, topic_question, supported, documents)
         extractive = not supported or quoted_comparison or bool(quoted_as_asked)
         if quoted_comparison:
-            claims, _ = self.quotations.with_each_subject(quoted, quoted, subqueries or [], subjects or [], documents)
+            claims = quoted
             notes.append("A comparison is answered with each paper's own findings, quoted, one for each subject "
                          "(comparisons: quoted): the model's sentences are not shown.")
             if len(subjects or []) >= 2 and not compares_subjects(claims, subjects):

@@ -166,6 +166,12 @@ class QuotationChooser:
             return None
         return {"text": best, "cited": [canonical_id(str(first))], "attached": [], "support": 1.0}
 
+    def comparison(self, parts: list[str], subjects: list[str], documents: list[Document]) -> list[Claim]:
+        """A comparison answered by quotations: a finding for each compared subject (`extract_per_part`), and for
+        a subject none of them names, one more (`with_each_subject`). Empty when no excerpt speaks of a subject."""
+        quoted = self.extract_per_part(parts, subjects, documents)
+        return self.with_each_subject(quoted, quoted, parts, subjects, documents)[0] if quoted else []
+
     def with_each_subject(self, claims: list[Claim], supported: list[Claim], parts: list[str],
                            subjects: list[str], documents: list[Document]) -> tuple[list[Claim], list[str]]:
         """A comparison whose supported claims name only some of its subjects: a quotation for each of the others
