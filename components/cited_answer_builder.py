@@ -256,8 +256,9 @@ class CitedAnswerBuilder:
             checks.append(f"Left out {len(left_out)} sentence(s) of the model's that are not supported findings: " +
                          "; ".join(dict.fromkeys(why for _, why in left_out)) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
-        quoted = self.quotations.comparison(subqueries, subjects or [], documents) \
-            if route == "compare" and self.comparisons == "quoted" and subqueries else []
+        quoted, concluded = self.quotations.comparison(subqueries, subjects or [], documents,
+                                                       None if topic_question else question) \
+            if route == "compare" and self.comparisons == "quoted" and subqueries else ([], False)
         # No excerpt names a subject as the router read it ("chemo" where the papers say "chemotherapy"): the
         # answer is built as for any other question.
         quoted_comparison = bool(quoted)
@@ -266,9 +267,12 @@ class CitedAnswerBuilder:
         extractive = not supported or quoted_comparison or bool(quoted_as_asked)
         if quoted_comparison:
             claims = quoted
-            notes.append("A comparison is answered with each paper's own findings, quoted, one for each subject "
-                         "(comparisons: quoted): the model's sentences are not shown.")
-            if len(subjects or []) >= 2 and not compares_subjects(claims, subjects):
+            notes.append("A comparison is answered with " + ("the best-matching paper's own conclusion, then other "
+                         "papers' findings on each subject" if concluded else "each paper's own findings, quoted, "
+                         "one for each subject") + " (comparisons: quoted): the model's sentences are not shown.")
+            # one study's conclusion may compare in its own words ("pouch": "restorative proctocolectomy")
+            if len(subjects or []) >= 2 and not compares_subjects(claims, subjects) and \
+                    not (concluded and len(cited_papers(claims)) == 1):
                 notes.append(f"No sentence quoted here compares {' with '.join(map(repr, subjects))}: each is one "
                              "paper's finding on one of them, and the papers shown do not compare them.")
         elif quoted_as_asked:

@@ -166,11 +166,26 @@ class QuotationChooser:
             return None
         return {"text": best, "cited": [canonical_id(str(first))], "attached": [], "support": 1.0}
 
-    def comparison(self, parts: list[str], subjects: list[str], documents: list[Document]) -> list[Claim]:
+    def comparison(self, parts: list[str], subjects: list[str], documents: list[Document],
+                   question: str | None = None) -> tuple[list[Claim], bool]:
         """A comparison answered by quotations: a finding for each compared subject (`extract_per_part`), and for
-        a subject none of them names, one more (`with_each_subject`). Empty when no excerpt speaks of a subject."""
+        a subject none of them names, one more (`with_each_subject`). Empty when no excerpt speaks of a subject.
+
+        With the `question`: when the best-matching paper's own conclusion speaks to it (`first_paper_conclusion`,
+        as for a single finding), that conclusion is quoted first, instead of its paper's sentences on each
+        subject, and other papers' findings follow. Most comparisons people ask are made within one study ("Can
+        a neural network estimate kidney function better than the usual equations?"): the study's conclusion says
+        how the two compare, where a sentence naming one side was a definition. Returns the quotations and
+        whether they begin with that conclusion."""
+        lead = self.first_paper_conclusion(question, documents) if question else None
         quoted = self.extract_per_part(parts, subjects, documents)
-        return self.with_each_subject(quoted, quoted, parts, subjects, documents)[0] if quoted else []
+        if lead is not None and quoted and not self._closest(question, lead, quoted):
+            lead = None
+        if lead is None:
+            return (self.with_each_subject(quoted, quoted, parts, subjects, documents)[0] if quoted else []), False
+        others = [d for d in documents if canonical_id(str(d.meta.get(self.source_id_field))) not in lead["cited"]]
+        quoted = [lead] + [c for c in quoted if not set(c["cited"]) & set(lead["cited"])]
+        return self.with_each_subject(quoted, quoted, parts, subjects, others)[0], True
 
     def with_each_subject(self, claims: list[Claim], supported: list[Claim], parts: list[str],
                            subjects: list[str], documents: list[Document]) -> tuple[list[Claim], list[str]]:
@@ -362,6 +377,15 @@ class QuotationChooser:
             if len(claims) == self.extractive_sentences:
                 break
         return claims
+
+    def _closest(self, question: str, lead: Claim, others: list[Claim]) -> bool:
+        """Whether `lead` is at least as close to the question in meaning as each of `others` (without a model:
+        True)."""
+        if self._meaning is None:
+            return True
+        vectors = self._meaning.vectors([lead["text"]] + [c["text"] for c in others])
+        similarities = vectors @ self._meaning.vectors([question])[0]
+        return bool(similarities[0] >= similarities[1:].max())
 
     def _close_conclusions(self, question: str | None, candidates: list[_Candidate]) -> set[str]:
         """The conclusion findings within `min_conclusion_similarity` of the question (none without a model)."""

@@ -425,6 +425,32 @@ def test_a_quoted_comparison_says_when_no_sentence_quoted_compares_the_subjects(
     assert not any(n.startswith("No sentence quoted here compares") for n in answer["notes"])
 
 
+def test_a_comparison_one_study_makes_is_answered_by_its_conclusion_first():
+    from pmc_rag.components.cited_answer_builder import CitedAnswerBuilder
+
+    # A question routed as a comparison ("better than") that one study answers: a sentence of that study naming one
+    # side (a definition) says nothing of how the two compare, its conclusion does.
+    routed = {"route": "compare", "subjects": ["estimate kidney function", "the usual equations"],
+              "subqueries": ["neural network estimate kidney function", "the usual equations"]}
+    question = "Can a neural network estimate kidney function better than the usual equations?"
+    study = [passage("d", "PMC1", "The glomerular filtration rate is the usual way to estimate kidney function and "
+                                  "is defined by plasma cleared per minute.", "Discussion"),
+             passage("c", "PMC1", "The neural network estimated the glomerular filtration rate more accurately than "
+                                  "the traditional equations in patients with chronic kidney disease.", "Conclusions")]
+    builder = CitedAnswerBuilder(comparisons="quoted")
+    answer = builder.run(question=question, documents=study, claims=[], raw_answer="", **routed)["answer"]
+    assert answer.answer.startswith("The neural network estimated the glomerular filtration rate more accurately")
+    assert "is defined by plasma" not in answer.answer and [r.source_id for r in answer.references] == ["PMC1"]
+    assert any("the best-matching paper's own conclusion" in note for note in answer.notes)
+    assert not any(n.startswith("No sentence quoted here compares") for n in answer.notes)
+    # Another paper's finding on one side still follows the study's conclusion.
+    other = passage("o", "PMC2", "The usual equations underestimated kidney function in older adults with normal "
+                                 "creatinine.", "Conclusions")
+    answer = builder.run(question=question, documents=[*study, other], claims=[], raw_answer="", **routed)["answer"]
+    assert [r.source_id for r in answer.references] == ["PMC1", "PMC2"]
+    assert answer.answer.startswith("The neural network estimated")
+
+
 def test_the_request_s_filters_hold_for_the_subject_and_follow_up_searches():
     from pmc_rag.components.follow_up_search import FollowUpSearch
 

@@ -336,3 +336,24 @@ def test_a_conclusion_close_in_meaning_speaks_of_the_question_though_it_shares_n
                      meta={"source_id": "PMC3585041", "section": "Conclusions"})
     assert by_meaning.run(question=question, documents=[result, aside])["claims"][0]["text"] == result.content
     assert QuotationChooser.from_dict(by_meaning.to_dict()).to_dict() == by_meaning.to_dict()
+
+
+def test_a_comparison_opens_with_the_study_s_conclusion_only_when_it_is_closest_to_the_question():
+    from pmc_rag.components.quotation_chooser import QuotationChooser
+
+    question = "Which works better for migraine, a bolus or a slow infusion of metoclopramide?"
+    parts, subjects = ["bolus metoclopramide migraine", "slow infusion metoclopramide migraine"], ["bolus",
+                                                                                                  "slow infusion"]
+    result = Document(id="r", content="Migraine relief was similar after a bolus and after a slow infusion of "
+                      "metoclopramide, but akathisia was rarer with the infusion.", meta={"source_id": "PMC1",
+                                                                                          "section": "Results"})
+    aside = Document(id="c", content="Emergency departments should review how antiemetics are given to patients "
+                     "with migraine.", meta={"source_id": "PMC1", "section": "Conclusions"})
+    # Read by meaning, the result compares the two and the conclusion is a remark aside: the result comes first.
+    chooser = QuotationChooser(meaning_model="sentence-transformers/all-MiniLM-L6-v2", min_conclusion_similarity=0.4)
+    chooser.warm_up()
+    quoted, concluded = chooser.comparison(parts, subjects, [result, aside], question)
+    assert quoted[0]["text"].startswith("Migraine relief was similar") and not concluded
+    # Without a model to read meaning, the paper's conclusion is taken to speak for it.
+    quoted, concluded = QuotationChooser().comparison(parts, subjects, [result, aside], question)
+    assert quoted[0]["text"].startswith("Emergency departments") and concluded
