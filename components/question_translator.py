@@ -87,13 +87,20 @@ class QuestionTranslator:
     """
 
     def __init__(self, *, chat_generator: ChatGenerator, max_english_probability: float = 0.01,
-                 max_length_ratio: float = 3.0, reword_unanswered: bool = False):
+                 min_language_probability: float = 0.15, max_length_ratio: float = 3.0,
+                 reword_unanswered: bool = False):
         """
         :param chat_generator: The chat model that translates (its `generation_kwargs` may hold it to JSON).
         :param max_english_probability: A question is translated when py3langid gives English at most this
             probability (read from `judged_words`). Measured on the evaluation sets: the 24 tuning questions in six
             languages scored 0.0006 at most; 1,655 English questions (PubMedQA dev, plain-language, vague,
             route, conversation and unanswerable ones) 0.041 at least.
+        :param min_language_probability: ... and py3langid gives the likeliest language at least this probability.
+            A question made mostly of drug and gene names is no language: "Erlotinib vs osimertinib in
+            EGFR-mutant NSCLC" gives English 0.007, and its likeliest, Estonian, only 0.12. A short question
+            spreads its probability over kindred languages ("¿Funciona la metformina?": Spanish 0.21), so the bar
+            is low: the 24 tuning questions in other languages gave their language 0.58 at least, and no crisis
+            message in another language, of any set, falls under 0.2.
         :param max_length_ratio: A translation more than this many times as long as the question is not one (the
             model answered or rambled): the question is searched as asked.
         :param reword_unanswered: An English question the papers did not answer as asked is asked once more,
@@ -102,8 +109,11 @@ class QuestionTranslator:
         """
         if not 0.0 < max_english_probability < 1.0:
             raise ValueError(f"max_english_probability must be between 0 and 1, not {max_english_probability}")
+        if not 0.0 <= min_language_probability < 1.0:
+            raise ValueError(f"min_language_probability must be at least 0 and under 1, not {min_language_probability}")
         self.chat_generator = chat_generator
         self.max_english_probability = max_english_probability
+        self.min_language_probability = min_language_probability
         self.max_length_ratio = max_length_ratio
         self.reword_unanswered = reword_unanswered
         self._memo: dict[str, tuple[str | None, float]] = {}  # question -> (English or None, when), oldest first
@@ -124,6 +134,7 @@ class QuestionTranslator:
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, chat_generator=component_to_dict(self.chat_generator, name="chat_generator"),
                                max_english_probability=self.max_english_probability,
+                               min_language_probability=self.min_language_probability,
                                max_length_ratio=self.max_length_ratio, reword_unanswered=self.reword_unanswered)
 
     @classmethod
@@ -134,14 +145,16 @@ class QuestionTranslator:
 
     def language(self, question: str) -> str | None:
         """The question's language code when it is not English, else None (also for fewer than `MIN_WORDS` words
-        to judge by)."""
+        to judge by, or no language likely enough)."""
         words = judged_words(question)
         if len(words) < MIN_WORDS:
             return None
         ranked = dict(_identifier().rank(" ".join(words)))
-        if ranked.get("en", 0.0) > self.max_english_probability:
+        likeliest = max(ranked, key=ranked.__getitem__)
+        if ranked.get("en", 0.0) > self.max_english_probability or \
+                ranked[likeliest] < self.min_language_probability:
             return None
-        return max(ranked, key=ranked.__getitem__)
+        return likeliest
 
     @component.output_types(question=str, notes=list[str])
     def run(self, question: str) -> dict[str, Any]:

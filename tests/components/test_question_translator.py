@@ -38,7 +38,9 @@ def test_an_english_question_passes_untouched_and_no_model_is_asked():
     model = FakeTranslatingGenerator(json.dumps({"english": "something else"}))
     translator = QuestionTranslator(chat_generator=model)
     for question in (ENGLISH, "Do nontriploid partial hydatidiform moles exist?", "is Actinobaculum schaalii a real "
-                     "cause of UTIs in kids?", "Summarise PMC2329613", "TL;DR of PMC3166277"):
+                     "cause of UTIs in kids?", "Summarise PMC2329613", "TL;DR of PMC3166277",
+                     # names of drugs and genes: English is unlikely, and so is every other language
+                     "Erlotinib vs osimertinib in EGFR-mutant NSCLC"):
         assert translator.run(question=question) == {"question": question, "notes": []}
     assert model.asked == []
 
@@ -86,11 +88,15 @@ def test_the_threshold_is_checked_and_the_translator_round_trips_with_its_genera
         raise AssertionError("a probability above 1 was accepted")
     generator = OpenAIChatGenerator(model="qwen2.5-0.5b-instruct", api_base_url="http://127.0.0.1:1417/v1",
                                     api_key=Secret.from_env_var("PMC_RAG_LLM_API_KEY", strict=False))
-    translator = QuestionTranslator(chat_generator=generator, max_english_probability=0.05)
+    with pytest.raises(ValueError, match="min_language_probability must be at least 0 and under 1, not 1.0"):
+        QuestionTranslator(chat_generator=generator, min_language_probability=1.0)
+    translator = QuestionTranslator(chat_generator=generator, max_english_probability=0.05,
+                                    min_language_probability=0.2)
     data = translator.to_dict()
     assert data["init_parameters"]["chat_generator"]["type"].endswith("OpenAIChatGenerator")
     again = QuestionTranslator.from_dict(data)
     assert again.to_dict() == data and again.max_english_probability == 0.05
+    assert again.min_language_probability == 0.2
 
 
 def test_a_question_read_twice_asks_the_model_once_and_a_failure_is_asked_again_after_a_minute(monkeypatch):
