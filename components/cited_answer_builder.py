@@ -228,7 +228,7 @@ class CitedAnswerBuilder:
             # findings only: a related paper's aim or methods would read as if it answered
             quoted = self.quotations.quotations(content_words(question) or {""}, set(), related, findings_only=True,
                                                 specific=self._specific_stems(word_shares),
-                                                question=question) if related else []
+                                                question=question, min_rank=2) if related else []
             return not_answered(question, unanswered, why_unanswered, related=quoted,
                                 by_id=by_paper(related or [], self.source_id_field))
         documents = documents or []

@@ -319,13 +319,16 @@ class QuotationChooser:
     def quotations(self, question_words: set[str], own_words: set[str], documents: list[Document],
                     findings_only: bool, ask: Ask | None = None, asked_words: set[str] | None = None,
                     seen: set[str] | None = None, specific: set[str] | None = None,
-                    question: str | None = None) -> list[Claim]:
+                    question: str | None = None, min_rank: int = 1) -> list[Claim]:
         """From each paper's running text (never a caption or back matter), the sentence that shares most of
         `own_words`, then is a finding naming one of the `specific` ones among `question_words`, then shares most
         of `question_words`. For a follow-up, a sentence of the kind its `ask` wants counts as words shared
         (`Ask.weight`), the follow-up's own words (`asked_words`) come before its topic's, and a sentence in `seen`
         (the reader has read it) is left out when another speaks to the follow-up. With `meaning_model` and the
-        `question`'s text, a conclusion close to it in meaning speaks of its subject as one sharing its words does."""
+        `question`'s text, a conclusion close to it in meaning speaks of its subject as one sharing its words does.
+        `min_rank` 2: with `findings_only`, only what `finding_rank` reads as a finding is quoted (a sentence the
+        classifier does not read as one, under a heading it does not know, is 1: "MEDLINE, EMBASE, ..." of a
+        review's "Data Sources")."""
         claims, first_overlap, seen, asked_words = [], None, seen or set(), asked_words or set()
         specific = (specific or set()) & question_words
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
@@ -337,9 +340,9 @@ class QuotationChooser:
             # study was done: then a method answers ("Patients (N=44) with idiopathic PD.").
             candidates = [c for c in candidates if len(c.text.split()) >= self._MIN_QUOTED_WORDS or c.fit] or \
                 candidates
-            if not candidates or (findings_only and not any(c.rank > 0 or c.method_ok for c in candidates)):
+            if not candidates or (findings_only and not any(c.rank >= min_rank or c.method_ok for c in candidates)):
                 continue  # nothing here answers anything: no quotation from this paper
-            candidates = [c for c in candidates if c.rank > 0 or c.method_ok] or candidates
+            candidates = [c for c in candidates if c.rank >= min_rank or c.method_ok] or candidates
             # A conclusion abbreviates what the background spelled out ("BD ... in isolated TBI"): each sentence
             # is matched with the paper's own abbreviations spelled out. Between equals, the conclusion is the
             # paper's own answer.

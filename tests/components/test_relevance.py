@@ -69,6 +69,14 @@ def test_a_question_turned_away_shows_the_close_papers_findings_labelled_as_rela
     assert [(c.number, c.source_id, c.chunk_id) for c in answer.citations] == [(1, "PMC2", "PMC2-c")]
     assert [r.source_id for r in answer.references] == ["PMC2"]
     assert "may not answer it" in " ".join(answer.notes) and "nothing is cited" not in " ".join(answer.notes)
+    # A review's data sources, under a heading that does not say it is a method, are not a finding to show.
+    sources = Document(id="PMC4-s", content="MEDLINE, EMBASE, Cochrane Register of Controlled Trials, and citation "
+                       "review of relevant primary and review articles.",
+                       meta={"source_id": "PMC4", "section": "Abstract: Data Sources"})
+    answer = CitedAnswerBuilder().run(question="does routinely moving IV cannulas prevent phlebitis?", documents=[],
+                                      unanswered=held["unanswered"], why_unanswered=held["why_unanswered"],
+                                      related=[sources, *held["related"]])["answer"]
+    assert "MEDLINE" not in answer.answer and [r.source_id for r in answer.references] == ["PMC2"]
 
 
 def test_a_question_about_a_word_no_paper_contains_needs_a_closer_match_and_is_told_which_word():
