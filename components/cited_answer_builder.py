@@ -304,16 +304,11 @@ class CitedAnswerBuilder:
         if route == "overview" and len(cited_papers(claims)) < 2:
             # An overview drawn from one paper is that paper's summary: the other papers shown (one excerpt each)
             # give their own finding on the topic, quoted.
-            topic = content_words(question) - _OVERVIEW_REQUEST_WORDS
-            more = self.quotations.findings_on_topic(topic, documents, avoid=cited_papers(claims),
-                                           taken={c["text"] for c in claims})
-            more = more[: max(0, self.extractive_sentences - len(cited_papers(claims)))]
+            more, topic_named = self.quotations.overview_findings(question, claims, documents)
             if more:
                 claims = claims + more
-                named = [w for w in re.findall(r"[A-Za-z][\w-]*", question) if content_words(w)
-                         and content_words(w) <= topic]
-                notes.append(f"What {len(more)} more paper(s) found on '{' '.join(named)}' is quoted, so that "
-                             "the overview does not rest on one paper.")
+                notes.append(f"What {len(more)} more paper(s) found on '{topic_named}' is quoted, so that the "
+                             "overview does not rest on one paper.")
         shown = {c["text"] for c in claims}
         key_quoted = [] if not claims else [
             {"text": d.content, "cited": [canonical_id(d.meta.get(self.source_id_field) or d.id)], "attached": [],
@@ -483,12 +478,6 @@ class CitedAnswerBuilder:
 
 
 _COMPARISON_POLICIES = ("model", "quoted")
-
-
-# What an overview request says besides its topic ("Summarise the evidence on gestational diabetes").
-_OVERVIEW_REQUEST_WORDS = content_words(
-    "summarise summarize summary evidence review reviews tell list give overview research researchers literature "
-    "studies study papers paper known found find findings main say says across show shown report reported")
 
 
 # Words that say how a follow-up asks, not what about: "What about its effect on healthcare resources?" asks about

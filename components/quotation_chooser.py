@@ -18,6 +18,7 @@ print(claims[0]["text"], claims[0]["cited"])  # the finding, cited to PMC3297584
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -246,6 +247,16 @@ class QuotationChooser:
                 found.append({"text": best, "cited": [paper], "attached": [], "support": 1.0})
         return found
 
+    def overview_findings(self, question: str, claims: list[Claim], documents: list[Document]
+                          ) -> tuple[list[Claim], str]:
+        """An overview drawn from fewer papers than `extractive_sentences`: the other papers' findings on its topic
+        (`findings_on_topic`), to add, and the question's words that name the topic."""
+        topic = content_words(question) - _OVERVIEW_REQUEST_WORDS
+        more = self.findings_on_topic(topic, documents, avoid=cited_papers(claims), taken={c["text"] for c in claims})
+        more = more[: max(0, self.extractive_sentences - len(cited_papers(claims)))]
+        named = [w for w in re.findall(r"[A-Za-z][\w-]*", question) if content_words(w) and content_words(w) <= topic]
+        return more, " ".join(named)
+
     def extract_per_part(self, parts: list[str], subjects: list[str], documents: list[Document],
                           avoid: set[str] | None = None) -> list[Claim]:
         """One quoted finding per compared subject or part of the question, in their order, none twice: for a
@@ -421,6 +432,12 @@ class _Candidate(NamedTuple):
         return cls(sentence, rank, conclusion, ask.weight if ask and ask.fits(sentence, section) else 0,
                    bool(ask and ask.may_quote(sentence, section)))
 
+
+
+# What an overview request says besides its topic ("Summarise the evidence on gestational diabetes").
+_OVERVIEW_REQUEST_WORDS = content_words(
+    "summarise summarize summary evidence review reviews tell list give overview research researchers literature "
+    "studies study papers paper known found find findings main say says across show shown report reported")
 
 
 def cited_papers(claims: list[Claim]) -> set[str]:
