@@ -19,7 +19,7 @@ from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_T
                                                 capitalised, compares_subjects, finished, once,
                                                 others_cited_to_the_first, without_section_label)
 from pmc_rag.components.not_answered import not_answered
-from pmc_rag.components.quotation_chooser import QuotationChooser, cited_papers, follow_up_words
+from pmc_rag.components.quotation_chooser import COMPARISON_OPENINGS, QuotationChooser, cited_papers, follow_up_words
 from pmc_rag.components.references import numbered, reference
 from pmc_rag.components.verdict_check import VerdictCheck
 
@@ -151,6 +151,7 @@ class CitedAnswerBuilder:
         related: list[Document] | None = None,
         follow_up_to: str | None = None,
         skipped_model: str | None = None,
+        compared_papers: list[str] | None = None,
     ) -> dict[str, Answer]:
         """
         :param question: The user's question.
@@ -198,13 +199,16 @@ class CitedAnswerBuilder:
             related (flag `related_findings`), and the answer stays "not answered".
         :param skipped_model: From `QuotationFirst`: why the model was not asked. The findings are quoted, flagged
             `quoted_first`, with this reason instead of a note that no model answer was available.
+        :param compared_papers: From `PaperReader`, for a comparison of papers the question names: their ids, in
+            the order named. With `comparisons: quoted`, each one's conclusion (else best finding) is quoted.
         :returns: `answer`: the answer object (`pmc_rag.components.answer.Answer`).
         """
         follow_up_to = follow_up_to or topic_question
         answer = self._answer(follow_up_query(question, follow_up_to), documents, claims, removed_claims,
                               invalid_citations, raw_answer, excerpts_dropped, generator_meta, replies, unanswered,
                               why_unanswered, topic_question, word_shares, route, subqueries, subjects, looked_up,
-                              key_findings, related, own_words=question, skipped_model=skipped_model)
+                              key_findings, related, own_words=question, skipped_model=skipped_model,
+                              compared_papers=compared_papers)
         notes = list(answer.notes)
         if uncovered and not answer.flags.get("not_answered"):
             notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
@@ -222,7 +226,8 @@ class CitedAnswerBuilder:
                 word_shares: dict[str, float] | None, route: str | None, subqueries: list[str] | None,
                 subjects: list[str] | None, looked_up: list[str] | None = None,
                 key_findings: list[Document] | None = None, related: list[Document] | None = None,
-                own_words: str = "", skipped_model: str | None = None) -> Answer:
+                own_words: str = "", skipped_model: str | None = None,
+                compared_papers: list[str] | None = None) -> Answer:
         # `question` is what was asked with a follow-up's topic; `own_words`, what the reader wrote
         if unanswered is not None:
             # findings only: a related paper's aim or methods would read as if it answered
@@ -256,9 +261,11 @@ class CitedAnswerBuilder:
             checks.append(f"Left out {len(left_out)} sentence(s) of the model's that are not supported findings: " +
                          "; ".join(dict.fromkeys(why for _, why in left_out)) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
-        quoted, concluded = self.quotations.comparison(subqueries, subjects or [], documents,
-                                                       None if topic_question else question) \
-            if route == "compare" and self.comparisons == "quoted" and subqueries else ([], False)
+        quoting = route == "compare" and self.comparisons == "quoted"
+        quoted, opening = (self.quotations.each_paper(question, documents, compared_papers), "papers") \
+            if quoting and len(compared_papers or []) >= 2 else self.quotations.comparison(
+                subqueries, subjects or [], documents, None if topic_question else question) \
+            if quoting and subqueries else ([], "")
         # No excerpt names a subject as the router read it ("chemo" where the papers say "chemotherapy"): the
         # answer is built as for any other question.
         quoted_comparison = bool(quoted)
@@ -267,12 +274,11 @@ class CitedAnswerBuilder:
         extractive = not supported or quoted_comparison or bool(quoted_as_asked)
         if quoted_comparison:
             claims = quoted
-            notes.append("A comparison is answered with " + ("the best-matching paper's own conclusion, then other "
-                         "papers' findings on each subject" if concluded else "each paper's own findings, quoted, "
-                         "one for each subject") + " (comparisons: quoted): the model's sentences are not shown.")
+            notes.append("A comparison is answered with " + COMPARISON_OPENINGS[opening] +
+                         " (comparisons: quoted): the model's sentences are not shown.")
             # one study's conclusion may compare in its own words ("pouch": "restorative proctocolectomy")
-            if len(subjects or []) >= 2 and not compares_subjects(claims, subjects) and \
-                    not (concluded and len(cited_papers(claims)) == 1):
+            if len(subjects or []) >= 2 and not compares_subjects(claims, subjects) and opening != "papers" and \
+                    not (opening == "conclusion" and len(cited_papers(claims)) == 1):
                 notes.append(f"No sentence quoted here compares {' with '.join(map(repr, subjects))}: each is one "
                              "paper's finding on one of them, and the papers shown do not compare them.")
         elif quoted_as_asked:
@@ -361,7 +367,9 @@ class CitedAnswerBuilder:
                              f" ({'; '.join(str(c['passage'].meta.get('section')) for c in key_quoted)})"
                              if key_quoted else "") + "; each citation names its section.")
         elif excerpts_dropped:
-            checks.append(f"{excerpts_dropped} lower-ranked excerpt(s) were left out to fit the model's context.")
+            checks.append(f"{excerpts_dropped} " + ("passage(s) of the papers named, after each one's abstract and "
+                          "conclusion," if compared_papers else "lower-ranked excerpt(s)") +
+                          " were left out to fit the model's context.")
         if skipped_model and extractive:
             checks.append(skipped_model)
         meta = {**(replies[0].meta if replies else {}), **(generator_meta or {})}

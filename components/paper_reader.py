@@ -57,6 +57,8 @@ class PaperReader:
                                        #  "unread": [<the 30 passages left out>], "paper_id": "PMC4816447"}
     reader.run(paper="FIELT")          # the same paper, found by its title
     reader.run(paper="STEP 1", otherwise_search="Which drug did the STEP 1 trial test")  # {"search_question": ...}
+    reader.run(paper="FIELT", papers=["FIELT", "PMC6580637"])   # both papers, 1,000 tokens each
+    # {"documents": [...], "paper_ids": ["PMC4816447", "PMC6580637"], "unread": [], ...}
     PaperReader(document_store=store, max_excerpts=16, sentences_per_passage=2).run(paper="PMC4816447")
     ```
     """
@@ -97,37 +99,54 @@ class PaperReader:
     def from_dict(cls, data: dict[str, Any]) -> PaperReader:
         return cls(**with_store_from_dict(data)["init_parameters"])
 
-    @component.output_types(documents=list[Document], paper_id=str, excerpts_dropped=int, unread=list[Document],
-                            unanswered=list[Document], why_unanswered=str, search_question=str)
-    def run(self, paper: str, otherwise_search: str | None = None) -> dict[str, Any]:
+    @component.output_types(documents=list[Document], paper_id=str, paper_ids=list[str], excerpts_dropped=int,
+                            unread=list[Document], unanswered=list[Document], why_unanswered=str,
+                            search_question=str)
+    def run(self, paper: str, otherwise_search: str | None = None, papers: list[str] | None = None
+            ) -> dict[str, Any]:
         """
         :param paper: The paper's id, or words of its title.
         :param otherwise_search: What to search for instead when no indexed paper matches (the first part of a
             two-step question): it goes out as `search_question`, and nothing is said unanswered.
-        :returns: `documents` (the chunks read, in the paper's order), `paper_id` (its source id),
-            `excerpts_dropped` and `unread` (the passages left out, in the paper's order: `SectionKeyFindings`
-            quotes their key findings); or, when no paper matches, `unanswered` and `why_unanswered` (or
+        :param papers: Two papers or more to read together (a comparison of papers the question names, `paper`
+            among them): each gets an equal share of the budget, and all must be found.
+        :returns: `documents` (the chunks read, in the paper's order; several papers one after another),
+            `paper_id` (its source id; the first paper's), `paper_ids` (each paper's), `excerpts_dropped` and
+            `unread` (the passages left out, in the paper's order: `SectionKeyFindings` quotes their key findings;
+            none for several papers); or, when a paper matches none, `unanswered` and `why_unanswered` (or
             `search_question`).
         """
+        names = list(dict.fromkeys(papers or [paper]))
         with connect(self.document_store) as connection:
-            source_id, closest = self._resolve(connection, paper)
-        if source_id is None and otherwise_search:
+            found = [(name, *self._resolve(connection, name)) for name in names]
+        missing = next(((name, closest) for name, source_id, closest in found if source_id is None), None)
+        if missing and otherwise_search:
             return {"search_question": otherwise_search}
-        if source_id is None:
+        if missing:
+            name, closest = missing
             return {"unanswered": closest, "why_unanswered": (
-                f"No indexed paper is {paper!r}" if paper_ids(paper) else
-                f"No indexed paper's title matches {paper!r}") + (
+                f"No indexed paper is {name!r}" if paper_ids(name) else
+                f"No indexed paper's title matches {name!r}") + (
                 ": ask with its PMC id, PMID or DOI, or with more words of its title." if not closest else
                 "; the closest titles are listed below. Ask with one of their ids to summarise it.")}
-        chunks = self.document_store.filter_documents(
-            {"field": "meta.source_id", "operator": "==", "value": source_id})
-        chunks.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
-        readable = [d for d in chunks if is_readable_evidence(d) and len((d.content or "").split()) >= self.min_words]
-        if self.sentences_per_passage and sum(self._cost(d) for d in readable) > self.max_tokens:
-            readable = [d if d.meta.get("section_kind") == "abstract" else self._condensed(d) for d in readable]
-        chosen = self._within_budget(readable)
-        return {"documents": [d for d in readable if d.id in chosen], "paper_id": source_id,
-                "excerpts_dropped": len(readable) - len(chosen), "unread": [d for d in readable if d.id not in chosen]}
+        source_ids = list(dict.fromkeys(source_id for _, source_id, _ in found))
+        share = len(source_ids)
+        read, unread = [], []
+        for source_id in source_ids:
+            chunks = self.document_store.filter_documents(
+                {"field": "meta.source_id", "operator": "==", "value": source_id})
+            chunks.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
+            readable = [d for d in chunks if is_readable_evidence(d) and
+                        len((d.content or "").split()) >= self.min_words]
+            if self.sentences_per_passage and sum(self._cost(d) for d in readable) > self.max_tokens // share:
+                readable = [d if d.meta.get("section_kind") == "abstract" else self._condensed(d) for d in readable]
+            chosen = self._within_budget(readable, self.max_tokens // share, max(1, self.max_excerpts // share))
+            read += [d for d in readable if d.id in chosen]
+            unread += [d for d in readable if d.id not in chosen]
+        # Several papers are compared by what each concluded; the key finding of every section left out would
+        # bury that under one paper's details.
+        return {"documents": read, "paper_id": source_ids[0], "paper_ids": source_ids, "excerpts_dropped": len(unread),
+                "unread": unread if share == 1 else []}
 
     def _cost(self, chunk: Document) -> int:
         return estimated_tokens(chunk, self.chars_per_token, self.tokens_per_excerpt_label)
@@ -143,7 +162,7 @@ class PaperReader:
         return Document(id=chunk.id, content=" ".join(sentences[i] for i in kept), embedding=chunk.embedding,
                         meta={**chunk.meta, "sentences_read": f"{len(kept)} of {len(sentences)}"})
 
-    def _within_budget(self, chunks: list[Document]) -> set[str]:
+    def _within_budget(self, chunks: list[Document], max_tokens: int, max_excerpts: int) -> set[str]:
         chosen: set[str] = set()
         used = 0
         for kind, pattern in _PRIORITY:
@@ -158,7 +177,7 @@ class PaperReader:
                         continue
                     seen_sections.add(section)
                     cost = self._cost(chunk)
-                    if used + cost > self.max_tokens or len(chosen) >= self.max_excerpts:
+                    if used + cost > max_tokens or len(chosen) >= max_excerpts:
                         continue
                     chosen.add(chunk.id)
                     used += cost

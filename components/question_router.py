@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
@@ -37,6 +38,8 @@ _COMPARE = re.compile(
     r"\b(?:compare[ds]?|comparing|comparison|contrast(?:ed|ing)?(?!-)|versus|vs\.?|differences? between|"
     r"differ(?:s|ed)? (?:between|from)|similarities|(?:agree|disagree|consistent|inconsistent)\w* (?:on|about|with)|better than|worse than|(?:more|less) (?:effective|accurate|"
     r"common|likely) than|than (?:for|in) (?:men|women|children|adults))\b", re.IGNORECASE)
+# Two papers named and asked how they differ: "How do the FIELT trial and the exon 20 study differ?"
+_DIFFER = re.compile(r"\b(?:differ\w*|similar\w*)\b", re.IGNORECASE)
 # "A or B ... which", "which works better ... : A, B or C"
 _WHICH_OF = re.compile(r"\bwhich\b[^?]*\b(?:better|more|best|worse)\b|\b(?:better|best)\b[^?]*\bor\b",
                        re.IGNORECASE)
@@ -185,7 +188,8 @@ class QuestionRouter:
         self._texts = [r["question"] for r in rows]
 
     @component.output_types(route=str, route_layer=str, subjects=list[str], search_question=str, paper=str,
-                            subqueries=list[str], follow_up=str, step_paper=str, step_question=str)
+                            papers=list[str], subqueries=list[str], follow_up=str, step_paper=str,
+                            step_question=str)
     def run(self, question: str, query_embedding: list[float] | None = None, follow_up_to: str | None = None
             ) -> dict[str, Any]:
         """
@@ -201,7 +205,12 @@ class QuestionRouter:
             return result
         # A follow-up searches with the words papers use for what it asks ("toxicity" for "side effects").
         result["search_question"] = searched_for(question, follow_up_to)
-        if route == "compare":
+        papers = named_papers(question) if route == "compare" else []
+        if len(papers) >= 2:
+            # Papers named, not subjects: each is read (its abstract and conclusion first), not searched for.
+            del result["search_question"]
+            result.update(paper=papers[0], papers=papers, subjects=papers)
+        elif route == "compare":
             result["subjects"] = compared_subjects(question)
             if len(result["subjects"]) >= 2:
                 topic = _topic_of(question, result["subjects"])
@@ -265,6 +274,8 @@ class QuestionRouter:
         named = _NAMED_PAPER.search(text)
         if _SECOND_SEARCH.search(text):
             return "multi_step", "rule", None
+        if len(named_papers(text)) >= 2 and (_COMPARE.search(text) or _DIFFER.search(text)):
+            return "compare", "rule", None  # two papers it names, each read: "Compare PMC4816447 with PMC6580637"
         if _SUMMARY_VERB.search(text) and (ids or (named and not (named.group("phrase")
                                                                    and _TOPIC_WORDS.search(named.group("phrase"))))):
             return "summarise", "rule", ids[0] if ids else None
@@ -429,12 +440,22 @@ def named_paper(text: str) -> str | None:
     return _named_phrase(text)
 
 
+def named_papers(text: str) -> list[str]:
+    """Every paper a question names, by id or as "the <phrase> trial/study/paper", in its order, each once."""
+    names = paper_ids(text) + [phrase for phrase in _named_phrases(text) if not _TOPIC_WORDS.search(phrase)]
+    return list(dict.fromkeys(names))
+
+
 def _paper_phrase(question: str) -> str:
     """The words that name the paper in a summary request: "Summarise the FIELT trial" -> "FIELT"."""
     return _named_phrase(question) or _SUMMARY_VERB.sub(" ", question).strip(" ?.:")
 
 
 def _named_phrase(question: str) -> str | None:
+    return next(_named_phrases(question), None)
+
+
+def _named_phrases(question: str) -> Iterator[str]:
     # Tried at each "the" and quotation mark in turn: in "the key results of the meta-analysis of p16INK4a", the
     # first names what is asked for, the second the paper.
     for start in (m.start() for m in re.finditer(r"\bthe\b|['\"\u2018\u201c]", question, re.IGNORECASE)):
@@ -447,5 +468,4 @@ def _named_phrase(question: str) -> str | None:
         found = re.sub(r"\s+(?:find|found|report|reported|show|showed|conclude|concluded)$", "", found.strip())
         found = found.strip("'\"\u2018\u2019\u201c\u201d ")
         if found:
-            return found
-    return None
+            yield found

@@ -168,7 +168,7 @@ class QuotationChooser:
         return {"text": best, "cited": [canonical_id(str(first))], "attached": [], "support": 1.0}
 
     def comparison(self, parts: list[str], subjects: list[str], documents: list[Document],
-                   question: str | None = None) -> tuple[list[Claim], bool]:
+                   question: str | None = None) -> tuple[list[Claim], str]:
         """A comparison answered by quotations: a finding for each compared subject (`extract_per_part`), and for
         a subject none of them names, one more (`with_each_subject`). Empty when no excerpt speaks of a subject.
 
@@ -177,16 +177,28 @@ class QuotationChooser:
         subject, and other papers' findings follow. Most comparisons people ask are made within one study ("Can
         a neural network estimate kidney function better than the usual equations?"): the study's conclusion says
         how the two compare, where a sentence naming one side was a definition. Returns the quotations and
-        whether they begin with that conclusion."""
+        how they open: "conclusion" with that conclusion, else ""."""
         lead = self.first_paper_conclusion(question, documents) if question else None
         quoted = self.extract_per_part(parts, subjects, documents)
         if lead is not None and quoted and not self._closest(question, lead, quoted):
             lead = None
         if lead is None:
-            return (self.with_each_subject(quoted, quoted, parts, subjects, documents)[0] if quoted else []), False
+            return (self.with_each_subject(quoted, quoted, parts, subjects, documents)[0] if quoted else []), ""
         others = [d for d in documents if canonical_id(str(d.meta.get(self.source_id_field))) not in lead["cited"]]
         quoted = [lead] + [c for c in quoted if not set(c["cited"]) & set(lead["cited"])]
-        return self.with_each_subject(quoted, quoted, parts, subjects, others)[0], True
+        return self.with_each_subject(quoted, quoted, parts, subjects, others)[0], "conclusion"
+
+    def each_paper(self, question: str, documents: list[Document], papers: list[str]) -> list[Claim]:
+        """For each of `papers` (ids, in order), what it found: its own conclusion where one speaks to the
+        question (`first_paper_conclusion`), else its best finding (`quotations`). A paper with neither among
+        `documents` gives nothing."""
+        claims = []
+        for paper in papers:
+            own = [d for d in documents if canonical_id(str(d.meta.get(self.source_id_field))) == canonical_id(paper)]
+            found = (self.first_paper_conclusion(question, own) if own else None) or next(iter(self.quotations(
+                content_words(question) or {""}, set(), own, findings_only=True, question=question, min_rank=2)), None)
+            claims += [found] if found else []
+        return claims
 
     def with_each_subject(self, claims: list[Claim], supported: list[Claim], parts: list[str],
                            subjects: list[str], documents: list[Document]) -> tuple[list[Claim], list[str]]:
@@ -433,6 +445,13 @@ class _Candidate(NamedTuple):
                    bool(ask and ask.may_quote(sentence, section)))
 
 
+
+# How a quoted comparison opens (`QuotationChooser.comparison`, `each_paper`), as the answer's note says it.
+COMPARISON_OPENINGS = {"": "each paper's own findings, quoted, one for each subject",
+                       "conclusion": "the best-matching paper's own conclusion, then other papers' findings on each "
+                                     "subject",
+                       "papers": "what each paper it names found, its own conclusion where it has one, quoted in the "
+                                 "order named"}
 
 # What an overview request says besides its topic ("Summarise the evidence on gestational diabetes").
 _OVERVIEW_REQUEST_WORDS = content_words(

@@ -139,6 +139,25 @@ def test_a_paper_that_is_not_indexed_is_not_answered_and_says_what_was_looked_fo
     assert "documents" not in unknown and "title matches 'unicorn horn regrowth'" in unknown["why_unanswered"]
 
 
+def test_two_named_papers_are_read_each_within_half_the_budget_abstract_first(sample_store):
+    reader = PaperReader(document_store=sample_store, max_tokens=2000, max_excerpts=8)
+    both = reader.run(paper="FIELT", papers=["FIELT", "PMC6580637"])
+    assert both["paper_ids"] == ["PMC4816447", "PMC6580637"] and both["paper_id"] == "PMC4816447"
+    read = both["documents"]
+    for source_id in both["paper_ids"]:
+        own = [d for d in read if d.meta["source_id"] == source_id]
+        assert own[0].meta["section"].startswith("Abstract") and len(own) <= 4
+        assert sum(len(d.content) / 3.0 + 40 for d in own) <= 1000
+    assert [d.meta["source_id"] for d in read] == sorted((d.meta["source_id"] for d in read),
+                                                         key=both["paper_ids"].index)  # one paper, then the other
+    assert both["unread"] == [] and both["excerpts_dropped"] > 20  # counted, not quoted section by section
+    # The same paper named twice is one paper, read as a summary reads it.
+    once = reader.run(paper="FIELT", papers=["FIELT", "PMC4816447"])
+    assert once["paper_ids"] == ["PMC4816447"] and once["unread"]
+    missing = reader.run(paper="FIELT", papers=["FIELT", "PMC1"])
+    assert "documents" not in missing and "No indexed paper is 'PMC1'" in missing["why_unanswered"]
+
+
 def test_paper_reader_and_follow_up_search_serialization_round_trip(sample_store):
     from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
     from pmc_rag.components.follow_up_search import FollowUpSearch

@@ -110,6 +110,36 @@ def test_a_comparison_shows_the_model_evidence_on_both_subjects(routed):
     assert {r["source_id"] for r in answer["references"]} <= shown
 
 
+def test_two_papers_the_question_names_are_each_read_and_each_one_s_conclusion_quoted(routed):
+    question = "How do the FIELT trial and the osimertinib exon 20 study differ?"
+    answer = answer_question(routed, question).model_dump()
+    assert answer["route"] == "compare" and "semantic" not in answer["timings_ms"]  # read, not searched for
+    assert [r["source_id"] for r in answer["references"]] == ["PMC4816447", "PMC6580637"]  # in the order named
+    assert answer["answer"].startswith("The present study reinforces the use of EGFR tyrosine kinase inhibition")
+    assert "antitumor activity of osimertinib" in answer["answer"]
+    assert any("what each paper it names found" in note for note in answer["notes"])
+    assert not any(note.startswith("No sentence quoted here compares") for note in answer["notes"])
+    # A paper no title matches is said so: the other is not compared with nothing.
+    gone = answer_question(routed, "Compare the FIELT trial with the XYZZY unicorn study").model_dump()
+    assert gone["flags"]["not_answered"] and "title matches 'XYZZY unicorn'" in gone["notes"][0]
+
+
+def test_the_router_reads_a_comparison_of_named_papers_as_papers_to_read_not_subjects_to_search():
+    router = QuestionRouter(exemplars="")
+    for question, papers in (("Compare PMC4816447 with PMC6580637", ["PMC4816447", "PMC6580637"]),
+                             ("PMC4816447 vs PMC6580637", ["PMC4816447", "PMC6580637"]),
+                             ("Similarities and differences between the FIELT trial and the osimertinib exon 20 "
+                              "study?", ["FIELT", "osimertinib exon 20"])):
+        routed = router.run(question=question)
+        assert routed["route"] == "compare" and routed["papers"] == papers and routed["paper"] == papers[0]
+        assert "search_question" not in routed and "subqueries" not in routed
+    # One paper and a subject: searched as any comparison. Two papers not compared: as before.
+    mixed = router.run(question="Compare the FIELT trial with osimertinib")
+    assert "papers" not in mixed and mixed["subqueries"]
+    assert router.run(question="Summarise PMC4816447")["route"] == "summarise"
+    assert "papers" not in router.run(question="Did the FIELT trial use the RECIST criteria in the study?")
+
+
 def test_a_question_in_two_steps_names_each_search_in_its_notes(routed):
     answer = answer_question(routed, "What mutation did the osimertinib paper study, and which other papers "
                                      "mention that mutation?").model_dump()
