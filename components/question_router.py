@@ -274,8 +274,10 @@ class QuestionRouter:
         named = _NAMED_PAPER.search(text)
         if _SECOND_SEARCH.search(text):
             return "multi_step", "rule", None
-        if len(named_papers(text)) >= 2 and (_COMPARE.search(text) or _DIFFER.search(text)):
-            return "compare", "rule", None  # two papers it names, each read: "Compare PMC4816447 with PMC6580637"
+        if len(named_papers(text)) >= 2 and (_COMPARE.search(text) or _DIFFER.search(text) or
+                                             _SUMMARY_VERB.search(text)):
+            # two papers it names, each read: "Compare PMC4816447 with PMC6580637", "What did A and B find?"
+            return "compare", "rule", None
         if _SUMMARY_VERB.search(text) and (ids or (named and not (named.group("phrase")
                                                                    and _TOPIC_WORDS.search(named.group("phrase"))))):
             return "summarise", "rule", ids[0] if ids else None

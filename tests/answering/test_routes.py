@@ -129,7 +129,8 @@ def test_the_router_reads_a_comparison_of_named_papers_as_papers_to_read_not_sub
     for question, papers in (("Compare PMC4816447 with PMC6580637", ["PMC4816447", "PMC6580637"]),
                              ("PMC4816447 vs PMC6580637", ["PMC4816447", "PMC6580637"]),
                              ("Similarities and differences between the FIELT trial and the osimertinib exon 20 "
-                              "study?", ["FIELT", "osimertinib exon 20"])):
+                              "study?", ["FIELT", "osimertinib exon 20"]),
+                             ("What did the FIELT trial and the MmPPOX paper find?", ["FIELT", "MmPPOX"])):
         routed = router.run(question=question)
         assert routed["route"] == "compare" and routed["papers"] == papers and routed["paper"] == papers[0]
         assert "search_question" not in routed and "subqueries" not in routed
