@@ -192,11 +192,15 @@ class QuotationChooser:
         """For each of `papers` (ids, in order), what it found: its own conclusion where one speaks to the
         question (`first_paper_conclusion`), else its best finding (`quotations`). A paper with neither among
         `documents` gives nothing."""
+        # The question without its asking ("compare", "differ", "find"): "compare" chose "the results compare
+        # favorably with ..." over the paper's own answer. Its names stay: they say what each paper is about.
+        topic = " ".join(w for w in re.findall(r"[\w-]+", question)
+                         if content_words(w) and not content_words(w) <= _OVERVIEW_REQUEST_WORDS)
         claims = []
         for paper in papers:
             own = [d for d in documents if canonical_id(str(d.meta.get(self.source_id_field))) == canonical_id(paper)]
-            found = (self.first_paper_conclusion(question, own) if own else None) or next(iter(self.quotations(
-                content_words(question) or {""}, set(), own, findings_only=True, question=question, min_rank=2)), None)
+            found = (self.first_paper_conclusion(topic, own) if own else None) or next(iter(self.quotations(
+                content_words(topic) or {""}, set(), own, findings_only=True, question=topic, min_rank=2)), None)
             claims += [found] if found else []
         return claims
 
@@ -456,7 +460,8 @@ COMPARISON_OPENINGS = {"": "each paper's own findings, quoted, one for each subj
 # What an overview request says besides its topic ("Summarise the evidence on gestational diabetes").
 _OVERVIEW_REQUEST_WORDS = content_words(
     "summarise summarize summary evidence review reviews tell list give overview research researchers literature "
-    "studies study papers paper known found find findings main say says across show shown report reported")
+    "studies study papers paper known found find findings main say says across show shown report reported "
+    "compare compared comparison contrast differ differs difference differences similar similarities versus vs")
 
 
 def cited_papers(claims: list[Claim]) -> set[str]:

@@ -357,3 +357,21 @@ def test_a_comparison_opens_with_the_study_s_conclusion_only_when_it_is_closest_
     # Without a model to read meaning, the paper's conclusion is taken to speak for it.
     quoted, concluded = QuotationChooser().comparison(parts, subjects, [result, aside], question)
     assert quoted[0]["text"].startswith("Emergency departments") and concluded
+
+
+def test_papers_compared_by_name_are_each_quoted_by_their_own_conclusion_not_by_the_word_compare():
+    from pmc_rag.components.quotation_chooser import QuotationChooser
+
+    def chunk(source_id, text, section):
+        return Document(content=text, meta={"source_id": source_id, "section": section})
+
+    documents = [chunk("PMC1", "Erlotinib as first-line treatment gave a median progression-free survival of 11 "
+                               "months in EGFR-mutant lung cancer.", "Abstract: Conclusion"),
+                 chunk("PMC1", "These results compare favorably with those of randomized trials in Asian "
+                               "patients with lung cancer.", "Discussion"),
+                 chunk("PMC2", "Osimertinib showed antitumor activity in patients with exon 20 insertions.",
+                       "Conclusions")]
+    quoted = QuotationChooser().each_paper("Compare PMC1 with PMC2", documents, ["PMC1", "PMC2"])
+    assert [c["cited"] for c in quoted] == [["PMC1"], ["PMC2"]]  # one each, in the order named
+    assert quoted[0]["text"].startswith("Erlotinib as first-line treatment")
+    assert QuotationChooser().each_paper("Compare PMC1 with PMC3", documents, ["PMC1", "PMC3"])[1:] == []
