@@ -13,7 +13,7 @@ from pmc_rag.components.citations import content_words, paper_ids
 from pmc_rag.components.claim_signals import finding_rank
 from pmc_rag.components.excerpt_budget import estimated_tokens
 from pmc_rag.components.section_chunker import split_sentences
-from pmc_rag.components.section_kinds import is_readable_evidence
+from pmc_rag.components.section_kinds import FINDINGS_SECTION, is_plain_abstract, is_readable_evidence
 from pmc_rag.components.store_connection import connect, with_store_from_dict
 
 # Read first when a paper does not fit: what it found and concluded, then how, then why. Captions, supporting
@@ -65,7 +65,7 @@ class PaperReader:
 
     def __init__(self, *, document_store: PgvectorDocumentStore, max_tokens: int = 2000, max_excerpts: int = 8,
                  chars_per_token: float = 3.0, tokens_per_excerpt_label: int = 40, min_title_share: float = 0.6,
-                 min_words: int = 8, sentences_per_passage: int = 0):
+                 min_words: int = 8, sentences_per_passage: int = 0, by_relevance: bool = False):
         """
         :param document_store: The store the chunks live in.
         :param max_tokens: Tokens the chunks may take in the prompt (estimated as `ExcerptBudget` does).
@@ -75,6 +75,10 @@ class PaperReader:
         :param min_words: Chunks of fewer words (a trial registration number) are not read.
         :param sentences_per_passage: For a paper longer than `max_tokens`: how many sentences of each passage
             outside the abstract to read (its findings first). 0: passages are read whole.
+        :param by_relevance: Given the question's `query_embedding`, a paper that does not fit is read by its
+            passages closest to the question (by their stored vectors), not abstract first: "How many patients were
+            in the FIELT trial?" needs its results, "Which skin toxicities ..." its safety section. Shown in the
+            paper's order either way.
         """
         if sentences_per_passage < 0:
             raise ValueError(f"sentences_per_passage must be 0 (read passages whole) or more, not "
@@ -87,13 +91,14 @@ class PaperReader:
         self.min_title_share = min_title_share
         self.min_words = min_words
         self.sentences_per_passage = sentences_per_passage
+        self.by_relevance = by_relevance
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, document_store=self.document_store.to_dict(), max_tokens=self.max_tokens,
                                max_excerpts=self.max_excerpts, chars_per_token=self.chars_per_token,
                                tokens_per_excerpt_label=self.tokens_per_excerpt_label,
                                min_title_share=self.min_title_share, min_words=self.min_words,
-                               sentences_per_passage=self.sentences_per_passage)
+                               sentences_per_passage=self.sentences_per_passage, by_relevance=self.by_relevance)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PaperReader:
@@ -102,14 +107,15 @@ class PaperReader:
     @component.output_types(documents=list[Document], paper_id=str, paper_ids=list[str], excerpts_dropped=int,
                             unread=list[Document], unanswered=list[Document], why_unanswered=str,
                             search_question=str)
-    def run(self, paper: str, otherwise_search: str | None = None, papers: list[str] | None = None
-            ) -> dict[str, Any]:
+    def run(self, paper: str, otherwise_search: str | None = None, papers: list[str] | None = None,
+            query_embedding: list[float] | None = None) -> dict[str, Any]:
         """
         :param paper: The paper's id, or words of its title.
         :param otherwise_search: What to search for instead when no indexed paper matches (the first part of a
             two-step question): it goes out as `search_question`, and nothing is said unanswered.
         :param papers: Two papers or more to read together (a comparison of papers the question names, `paper`
             among them): each gets an equal share of the budget, and all must be found.
+        :param query_embedding: The question's embedding, read with `by_relevance` (normalised, as the index's).
         :returns: `documents` (the chunks read, in the paper's order; several papers one after another),
             `paper_id` (its source id; the first paper's), `paper_ids` (each paper's), `excerpts_dropped` and
             `unread` (the passages left out, in the paper's order: `SectionKeyFindings` quotes their key findings;
@@ -140,7 +146,13 @@ class PaperReader:
                         len((d.content or "").split()) >= self.min_words]
             if self.sentences_per_passage and sum(self._cost(d) for d in readable) > self.max_tokens // share:
                 readable = [d if d.meta.get("section_kind") == "abstract" else self._condensed(d) for d in readable]
-            chosen = self._within_budget(readable, self.max_tokens // share, max(1, self.max_excerpts // share))
+            if self.by_relevance and query_embedding is not None:
+                # What the abstract found first (its results and conclusion: the count, the main figure), then
+                # every other passage by its closeness to the question.
+                readable.sort(key=lambda d: (not _abstract_finding(d), -_similarity(d.embedding, query_embedding)))
+            chosen = self._within_budget(readable, self.max_tokens // share, max(1, self.max_excerpts // share),
+                                         in_order=self.by_relevance and query_embedding is not None)
+            readable.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
             read += [d for d in readable if d.id in chosen]
             unread += [d for d in readable if d.id not in chosen]
         # Several papers are compared by what each concluded; the key finding of every section left out would
@@ -162,16 +174,19 @@ class PaperReader:
         return Document(id=chunk.id, content=" ".join(sentences[i] for i in kept), embedding=chunk.embedding,
                         meta={**chunk.meta, "sentences_read": f"{len(kept)} of {len(sentences)}"})
 
-    def _within_budget(self, chunks: list[Document], max_tokens: int, max_excerpts: int) -> set[str]:
+    def _within_budget(self, chunks: list[Document], max_tokens: int, max_excerpts: int,
+                       in_order: bool = False) -> set[str]:
+        """The ids of the chunks read: by `_PRIORITY`, or (`in_order`) in the order given, while they fit."""
         chosen: set[str] = set()
         used = 0
-        for kind, pattern in _PRIORITY:
+        for kind, pattern in _PRIORITY if not in_order else (("", re.compile("")),):
             for section_first_only in (True, False):
                 seen_sections: set[str] = set()
                 for chunk in chunks:
                     section = str(chunk.meta.get("section") or "")
                     top = section.split(" / ")[0]
-                    if chunk.id in chosen or chunk.meta.get("section_kind", "body") != kind or not pattern.search(top):
+                    if chunk.id in chosen or (kind and chunk.meta.get("section_kind", "body") != kind) or \
+                            not pattern.search(top):
                         continue
                     if section_first_only and kind == "body" and section in seen_sections:
                         continue
@@ -211,3 +226,14 @@ class PaperReader:
                    for share, source_id, title, year in scored[:3] if share > 0]
         return None, closest
 
+
+def _similarity(embedding: list[float] | None, query_embedding: list[float]) -> float:
+    """Cosine of two normalised vectors; a chunk stored without one comes last."""
+    return float(sum(a * b for a, b in zip(embedding, query_embedding))) if embedding else -1.0
+
+
+def _abstract_finding(chunk: Document) -> bool:
+    """A chunk of the abstract's results or conclusion, or of an abstract without headings."""
+    section = str(chunk.meta.get("section") or "")
+    return chunk.meta.get("section_kind") == "abstract" and (bool(FINDINGS_SECTION.search(section)) or
+                                                              is_plain_abstract(section))

@@ -232,6 +232,11 @@ class QuestionRouter:
             parts = question_parts(question)
             if len(parts) >= 2:
                 result["subqueries"] = parts
+        elif route == "single" and not follow_up_to and named_paper(question):
+            # "How many patients were in the FIELT trial?": the paper it names is read, its passages closest to the
+            # question first, as a two-step question's first part is; searched as asked if no paper is that one.
+            del result["search_question"]
+            result["step_paper"], result["step_question"] = named_paper(question), question
         return result
 
     def decide(self, question: str, query_embedding: list[float] | None = None, *, leave_out: bool = False,
@@ -466,7 +471,7 @@ def _named_phrases(question: str) -> Iterator[str]:
             continue
         found = named.group("phrase") or named.group("subject") or named.group("quoted") or ""
         if named.group("phrase"):  # "methods and results of the ACE I/D polymorphism" -> "ACE I/D polymorphism"
-            found = re.sub(r"^.*\b(?:of|on|about|from) the\b", "", found, flags=re.IGNORECASE)
+            found = re.sub(r"^.*\b(?:of|on|about|from|in|for|with|by) the\b", "", found, flags=re.IGNORECASE)
         found = re.sub(r"\s+(?:find|found|report|reported|show|showed|conclude|concluded)$", "", found.strip())
         found = found.strip("'\"\u2018\u2019\u201c\u201d ")
         if found:

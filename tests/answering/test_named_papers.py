@@ -158,6 +158,27 @@ def test_two_named_papers_are_read_each_within_half_the_budget_abstract_first(sa
     assert "documents" not in missing and "No indexed paper is 'PMC1'" in missing["why_unanswered"]
 
 
+def test_a_question_about_a_named_paper_reads_the_abstract_s_findings_then_the_passages_closest_to_it(
+        sample_store):
+    from pmc_rag.components.onnx_text_embedder import OnnxTextEmbedder
+
+    question = "Which skin toxicities were seen in the FIELT trial?"
+    embedding = OnnxTextEmbedder(model="sentence-transformers/all-MiniLM-L6-v2", normalize_embeddings=True,
+                                 threads=1).run(text=question)["embedding"]
+    reader = PaperReader(document_store=sample_store, max_tokens=1200, max_excerpts=4, by_relevance=True)
+    read = reader.run(paper="FIELT", query_embedding=embedding)["documents"]
+    sections = [d.meta["section"] for d in read]
+    assert "Abstract: Results" in sections and "Abstract: Introduction" not in sections  # its findings, not why
+    assert any("skin toxicity" in d.content for d in read)  # the passage that reports them
+    assert [d.meta["chunk_index"] for d in read] == sorted(d.meta["chunk_index"] for d in read)
+    # Without the question (a summary, a reader not by relevance), the abstract comes first, whole.
+    plain = PaperReader(document_store=sample_store, max_tokens=1200, max_excerpts=4).run(
+        paper="FIELT", query_embedding=embedding)["documents"]
+    assert "Abstract: Introduction" in [d.meta["section"] for d in plain]
+    assert not any("skin toxicity" in d.content for d in plain)
+    assert PaperReader.from_dict(reader.to_dict()).by_relevance
+
+
 def test_paper_reader_and_follow_up_search_serialization_round_trip(sample_store):
     from pmc_rag.components.bm25_retriever import PgvectorBM25Retriever
     from pmc_rag.components.follow_up_search import FollowUpSearch

@@ -124,6 +124,17 @@ def test_two_papers_the_question_names_are_each_read_and_each_one_s_conclusion_q
     assert gone["flags"]["not_answered"] and "title matches 'XYZZY unicorn'" in gone["notes"][0]
 
 
+def test_a_question_about_one_named_paper_reads_it_and_quotes_the_passage_that_answers(routed):
+    answer = answer_question(routed, "Which skin toxicities were seen in the FIELT trial?").model_dump()
+    assert answer["route"] == "single" and "semantic" not in answer["timings_ms"]  # read, not searched for
+    assert [r["source_id"] for r in answer["references"]] == ["PMC4816447"] and "skin toxicity" in answer["answer"]
+    router = QuestionRouter(exemplars="")
+    named = router.run(question="What was the median progression-free survival in the FIELT trial?")
+    assert (named["step_paper"], "search_question" in named) == ("FIELT", False)
+    assert "step_paper" not in router.run(question="Does erlotinib improve survival in lung cancer?")
+    assert "step_paper" not in router.run(question="What about its side effects?", follow_up_to="the FIELT trial?")
+
+
 def test_the_router_reads_a_comparison_of_named_papers_as_papers_to_read_not_subjects_to_search():
     router = QuestionRouter(exemplars="")
     for question, papers in (("Compare PMC4816447 with PMC6580637", ["PMC4816447", "PMC6580637"]),
