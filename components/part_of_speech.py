@@ -49,6 +49,13 @@ def _lexicon() -> dict[str, str]:
     return words
 
 
+def known_word(word: str) -> bool:
+    """Whether the tagger's lexicon (94,236 words of the Brown corpus and the Penn Treebank) has the word, as
+    written or in lower case: "Dutch" and "elderly" are, a trial's acronym ("FIELT") or a drug's name is not."""
+    lexicon = _lexicon()
+    return word in lexicon or word.lower() in lexicon
+
+
 def _rules(name: str) -> list[list[str]]:
     return [line.split() for line in (RESOURCES / name).read_text(encoding="utf-8").splitlines()
             if line and not line.startswith("#")]

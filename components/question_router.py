@@ -14,6 +14,7 @@ from haystack.dataclasses import ChatMessage
 
 from pmc_rag.components.citations import paper_ids
 from pmc_rag.components.follow_up_asks import searched_for
+from pmc_rag.components.part_of_speech import known_word
 from pmc_rag.components.recorded_reply_chat_generator import NoRecordedReply
 
 ROUTES = ("single", "summarise", "compare", "several", "overview", "multi_step")
@@ -232,7 +233,7 @@ class QuestionRouter:
             parts = question_parts(question)
             if len(parts) >= 2:
                 result["subqueries"] = parts
-        elif route == "single" and not follow_up_to and named_paper(question):
+        elif route == "single" and not follow_up_to and _names_a_paper(named_paper(question)):
             # "How many patients were in the FIELT trial?": the paper it names is read, its passages closest to the
             # question first, as a two-step question's first part is; searched as asked if no paper is that one.
             del result["search_question"]
@@ -451,6 +452,12 @@ def named_papers(text: str) -> list[str]:
     """Every paper a question names, by id or as "the <phrase> trial/study/paper", in its order, each once."""
     names = paper_ids(text) + [phrase for phrase in _named_phrases(text) if not _TOPIC_WORDS.search(phrase)]
     return list(dict.fromkeys(names))
+
+
+def _names_a_paper(name: str | None) -> bool:
+    """Whether a question's "the X study" names one paper rather than a kind of study ("the Dutch study", "the
+    elderly cohort"): an id, or a name with a word no English lexicon has (an acronym, a drug: "FIELT")."""
+    return bool(name) and (bool(paper_ids(name)) or not all(known_word(w) for w in _WORD.findall(name)))
 
 
 def _paper_phrase(question: str) -> str:

@@ -132,6 +132,8 @@ def test_a_question_about_one_named_paper_reads_it_and_quotes_the_passage_that_a
     named = router.run(question="What was the median progression-free survival in the FIELT trial?")
     assert (named["step_paper"], "search_question" in named) == ("FIELT", False)
     assert "step_paper" not in router.run(question="Does erlotinib improve survival in lung cancer?")
+    # a kind of study, not a paper's name: searched
+    assert "step_paper" not in router.run(question="Did the Dutch study find the questionnaire reliable?")
     assert "step_paper" not in router.run(question="What about its side effects?", follow_up_to="the FIELT trial?")
 
 
