@@ -69,7 +69,7 @@ class QuotationFirst:
 
     @component.output_types(prompt=list[ChatMessage], skipped_model=str)
     def run(self, prompt: list[ChatMessage], documents: list[Document], question: str, route: str | None = None,
-            topic_question: str | None = None) -> dict[str, Any]:
+            topic_question: str | None = None, named_paper: str | None = None) -> dict[str, Any]:
         """
         :param prompt: The messages for the model.
         :param documents: The excerpts the prompt shows, best first.
@@ -77,9 +77,12 @@ class QuotationFirst:
         :param route: The router's route (None: the single path).
         :param topic_question: Set for a follow-up, which always goes to the model: what it asks for (a count, a
             method) is read against its topic, and the conclusion has been quoted already.
+        :param named_paper: The paper a single-finding question names and that was read for it (the router's
+            `step_paper`): it always goes to the model too. Who names a paper asks about its details ("Which
+            lipolytic enzymes did MmPPOX inhibit?"), which its conclusion seldom gives.
         :returns: `prompt` (the model is asked) or `skipped_model` (why it was not), never both.
         """
-        if (route or "single") in self.routes and not topic_question:
+        if (route or "single") in self.routes and not topic_question and not named_paper:
             conclusion = self.chooser.first_paper_conclusion(question, documents)
             if conclusion is not None:
                 return {"skipped_model": f"Quoted from the conclusion of {conclusion['cited'][0]}, the best-matching "

@@ -32,6 +32,9 @@ def test_the_model_is_asked_without_a_conclusion_of_the_first_paper_or_off_the_s
     assert first.run(prompt=PROMPT, documents=[CONCLUSION], question="What about its side effects?",
                      topic_question=QUESTION) == {"prompt": PROMPT}
     assert first.run(prompt=PROMPT, documents=[], question=QUESTION) == {"prompt": PROMPT}
+    # a question about a paper it names asks for that paper's details: the model reads it
+    assert first.run(prompt=PROMPT, documents=[CONCLUSION], question="How was erlotinib dosed in the FIELT trial?",
+                     named_paper="FIELT") == {"prompt": PROMPT}
     assert "skipped_model" in QuotationFirst(routes=["single", "compare"]).run(
         prompt=PROMPT, documents=[CONCLUSION], question=QUESTION, route="compare")
 
