@@ -1,6 +1,6 @@
 """Questions that name papers: does the answer cite the named papers, and only them? (study script)
 
-    python evaluation/results/2026-11-30-named-papers/named_papers.py OUT.json
+    python evaluation/results/2026-11-30-named-papers/named_papers.py OUT.json [QUESTIONS.json --counts-only]
 """
 import json
 import sys
@@ -14,7 +14,9 @@ from pmc_rag.serving.access import NOT_UPLOADED
 
 configure_environment()
 ensure_database()
-questions = json.loads((Path(__file__).parent / "named_paper_questions.json").read_text())["questions"]
+source = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).parent / "named_paper_questions.json"
+questions = json.loads(source.read_text())["questions"]
+counts_only = "--counts-only" in sys.argv  # a sealed set: its answers are written, not shown
 service = AnswerService(load_declared_pipeline("rag"), name="named-papers")
 rows = []
 for q in questions:
@@ -23,7 +25,8 @@ for q in questions:
     rows.append({"id": q["id"], "question": q["question"], "route": answer.get("route"),
                  "answered": not answer["flags"].get("not_answered"), "cites_named": cited == q["papers"],
                  "cited": cited, "answer": answer["answer"]})
-    print(f"{q['id']} answered={rows[-1]['answered']} cites_named={rows[-1]['cites_named']} {cited}", flush=True)
+    if not counts_only:
+        print(f"{q['id']} answered={rows[-1]['answered']} cites_named={rows[-1]['cites_named']} {cited}", flush=True)
 print(f"answered {sum(r['answered'] for r in rows)} of {len(rows)}; cite the named papers and no other: "
       f"{sum(r['cites_named'] for r in rows)} of {len(rows)}")
 Path(sys.argv[1]).write_text(json.dumps(rows, indent=1, ensure_ascii=False))
