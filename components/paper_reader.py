@@ -108,7 +108,7 @@ class PaperReader:
                             unread=list[Document], unanswered=list[Document], why_unanswered=str,
                             search_question=str)
     def run(self, paper: str, otherwise_search: str | None = None, papers: list[str] | None = None,
-            query_embedding: list[float] | None = None) -> dict[str, Any]:
+            query_embedding: list[float] | None = None, filters: dict[str, Any] | None = None) -> dict[str, Any]:
         """
         :param paper: The paper's id, or words of its title.
         :param otherwise_search: What to search for instead when no indexed paper matches (the first part of a
@@ -116,6 +116,9 @@ class PaperReader:
         :param papers: Two papers or more to read together (a comparison of papers the question names, `paper`
             among them): each gets an equal share of the budget, and all must be found.
         :param query_embedding: The question's embedding, read with `by_relevance` (normalised, as the index's).
+        :param filters: What the request may read (its filters and `pmc_rag.serving.access`'s condition): a paper
+            outside them is neither found, by id or title, nor listed among the closest titles. Another key's
+            upload, or a forged copy of a corpus paper's title, is therefore never read for a named paper.
         :returns: `documents` (the chunks read, in the paper's order; several papers one after another),
             `paper_id` (its source id; the first paper's), `paper_ids` (each paper's), `excerpts_dropped` and
             `unread` (the passages left out, in the paper's order: `SectionKeyFindings` quotes their key findings;
@@ -124,7 +127,7 @@ class PaperReader:
         """
         names = list(dict.fromkeys(papers or [paper]))
         with connect(self.document_store) as connection:
-            found = [(name, *self._resolve(connection, name)) for name in names]
+            found = [(name, *self._resolve(connection, name, filters)) for name in names]
         missing = next(((name, closest) for name, source_id, closest in found if source_id is None), None)
         if missing and otherwise_search:
             return {"search_question": otherwise_search}
@@ -139,8 +142,7 @@ class PaperReader:
         share = len(source_ids)
         read, unread = [], []
         for source_id in source_ids:
-            chunks = self.document_store.filter_documents(
-                {"field": "meta.source_id", "operator": "==", "value": source_id})
+            chunks = self._chunks(source_id, filters)
             chunks.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
             readable = [d for d in chunks if is_readable_evidence(d) and
                         len((d.content or "").split()) >= self.min_words]
@@ -198,19 +200,26 @@ class PaperReader:
                     used += cost
         return chosen
 
-    def _resolve(self, connection: Any, paper: str) -> tuple[str | None, list[Document]]:
+    def _chunks(self, source_id: str, filters: dict[str, Any] | None) -> list[Document]:
+        """The paper's chunks the request may read (all of them without `filters`)."""
+        paper = {"field": "meta.source_id", "operator": "==", "value": source_id}
+        return self.document_store.filter_documents(
+            paper if not filters else {"operator": "AND", "conditions": [paper, filters]})
+
+    def _resolve(self, connection: Any, paper: str, filters: dict[str, Any] | None = None
+                 ) -> tuple[str | None, list[Document]]:
         table = sql.Identifier(self.document_store.schema_name, self.document_store.table_name)
         ids = paper_ids(paper)
         if ids:
             wanted = ids[0]
             digits = re.sub(r"\D", "", wanted) if wanted.startswith(("PMC", "PMID")) else None
-            row = connection.execute(sql.SQL(
-                "SELECT meta->>'source_id' FROM {} WHERE meta->>'source_id' = %(id)s "
+            rows = connection.execute(sql.SQL(
+                "SELECT DISTINCT meta->>'source_id' FROM {} WHERE meta->>'source_id' = %(id)s "
                 "OR meta->>'pmcid' = %(id)s OR (%(digits)s::text IS NOT NULL AND meta->>'pmid' = %(digits)s "
-                "AND %(pmid)s) OR lower(meta->>'doi') = %(doi)s LIMIT 1").format(table),
+                "AND %(pmid)s) OR lower(meta->>'doi') = %(doi)s LIMIT 10").format(table),
                 {"id": wanted, "digits": digits, "pmid": wanted.startswith("PMID"),
-                 "doi": wanted[4:] if wanted.startswith("doi:") else None}).fetchone()
-            return (row[0] if row else None), []
+                 "doi": wanted[4:] if wanted.startswith("doi:") else None}).fetchall()
+            return next((row[0] for row in rows if not filters or self._chunks(row[0], filters)), None), []
         words = sorted(set(content_words(paper)))
         if not words:
             return None, []
@@ -220,10 +229,19 @@ class PaperReader:
             "WHERE meta->>'title' ILIKE ANY(%s) LIMIT 500").format(table), (patterns,)).fetchall()
         scored = sorted(((sum(w in set(content_words(title)) for w in words) / len(words), source_id, title, year)
                          for source_id, title, year in rows), reverse=True)
-        if scored and scored[0][0] >= self.min_title_share and (len(scored) == 1 or scored[1][0] < scored[0][0]):
-            return scored[0][1], []
+        # Only what the request may read competes: the best two readable titles (a tie is no match), and the
+        # closest listed are readable too (another key's upload is not even named).
+        readable = []
+        for row in scored:
+            if row[0] > 0 and (not filters or self._chunks(row[1], filters)):
+                readable.append(row)
+            if len(readable) == 3:
+                break
+        if readable and readable[0][0] >= self.min_title_share and (
+                len(readable) == 1 or readable[1][0] < readable[0][0]):
+            return readable[0][1], []
         closest = [Document(content=title, meta={"source_id": source_id, "title": title, "year": year})
-                   for share, source_id, title, year in scored[:3] if share > 0]
+                   for share, source_id, title, year in readable]
         return None, closest
 
 

@@ -14,7 +14,7 @@ from pmc_rag.components.question_router import QuestionRouter
 from pmc_rag.components.relevance_gate import RelevanceGate
 from pmc_rag.pipelines import load_declared_pipeline
 
-from conftest import passage, LOCAL_BASE_URL, pipeline_file_for
+from conftest import LOCAL_BASE_URL, PROJECT_ROOT, passage, pipeline_file_for
 
 
 def test_each_compared_subject_gets_its_own_evidence_first_and_a_missing_one_is_named():
@@ -493,6 +493,17 @@ def test_a_comparison_one_study_makes_is_answered_by_its_conclusion_first():
     answer = builder.run(question=question, documents=[*study, other], claims=[], raw_answer="", **routed)["answer"]
     assert [r.source_id for r in answer.references] == ["PMC1", "PMC2"]
     assert answer.answer.startswith("The neural network estimated")
+
+
+@pytest.mark.parametrize("name", ["rag", "rag_gate_learned", "rag_reworded", "rag_routed_llm", "rag_scoped"])
+def test_every_named_paper_reading_of_a_shipped_pipeline_keeps_to_the_request_s_filters(name):
+    # With the filters comes what the caller may read (pmc_rag.serving.access): a reader without them would read
+    # another key's upload by its title or id.
+    from pmc_rag.pipeline_files import resolve_pipeline_spec
+
+    spec = resolve_pipeline_spec(PROJECT_ROOT / "pipelines" / f"{name}.yml")
+    readers = [n for n, c in spec["components"].items() if str(c.get("type", "")).endswith(".PaperReader")]
+    assert readers and all(f"{r}.filters" in spec["inputs"]["filters"] for r in readers)
 
 
 def test_the_request_s_filters_hold_for_the_subject_and_follow_up_searches():

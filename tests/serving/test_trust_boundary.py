@@ -93,6 +93,10 @@ def test_a_forged_upload_is_kept_apart_labelled_and_each_key_s_collection_is_its
             assert "bleach" not in json.dumps(answer).lower()
             assert REAL_PAPER in {r["source_id"] for r in answer["references"]}, answer["answer"]
             assert all(r["origin"] == "corpus" and not r["uploaded_by"] for r in answer["references"])
+            # Nor when the paper is named: the forgery has its title, and only what bob may read is read.
+            named = http.post("/rag/run", headers=bob, json={"question": "Summarise the FIELT trial"}).json()["result"]
+            assert {r["source_id"] for r in named["references"]} == {REAL_PAPER}, named["answer"]
+            assert "bleach" not in json.dumps(named).lower()
             bob_sees = http.post("/retrieve/run", headers=bob, json={"question": FORGED_CLAIM, "top_k": 50}).json()
             assert forged_id not in {c["source_id"] for c in bob_sees["result"]["chunks"]}
 
