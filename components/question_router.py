@@ -28,7 +28,8 @@ _NAMED_PAPER = re.compile(
     r"(?:\bthe (?P<phrase>[^?.;:]{2,120}?) (?:paper|study|trial|article|meta-analysis|review|analysis|report|"
     r"cohort study|validation study|pilot study|serology study|systematic review))\b"
     r"|\bthe (?:paper|study|trial|article|meta-analysis|review) (?:on|about|of|titled|called) (?P<subject>[^?;:]{4,160})"
-    r"|(?P<quoted>['\"\u2018\u201c][^'\"\u2019\u201d]{8,300}['\"\u2019\u201d])", re.IGNORECASE)
+    # quotation marks, not apostrophes: "Alzheimer's ... Parkinson's" quotes nothing
+    r"|(?P<quoted>(?<!\w)['\"\u2018\u201c][^'\"\u2019\u201d]{8,300}['\"\u2019\u201d](?!\w))", re.IGNORECASE)
 _TOPIC_WORDS = re.compile(r"\b(?:evidence|literature|research|studies|papers|what is known)\b", re.IGNORECASE)
 _OVERVIEW = re.compile(
     r"\b(?:what is known (?:about|on)|what do (?:studies|papers|researchers|we know)|what does the (?:literature|"

@@ -132,8 +132,12 @@ def test_a_question_about_one_named_paper_reads_it_and_quotes_the_passage_that_a
     named = router.run(question="What was the median progression-free survival in the FIELT trial?")
     assert (named["step_paper"], "search_question" in named) == ("FIELT", False)
     assert "step_paper" not in router.run(question="Does erlotinib improve survival in lung cancer?")
-    # a kind of study, not a paper's name: searched
+    # a kind of study, not a paper's name: searched; nor do two apostrophes quote a title
     assert "step_paper" not in router.run(question="Did the Dutch study find the questionnaire reliable?")
+    from pmc_rag.components.question_router import named_paper
+    assert named_paper("Does Alzheimer's disease progress faster in Parkinson's patients?") is None
+    assert named_paper("Summarise 'Why Most Published Research Findings Are False'") == ("Why Most Published "
+                                                                                         "Research Findings Are False")
     assert "step_paper" not in router.run(question="What about its side effects?", follow_up_to="the FIELT trial?")
 
 
