@@ -261,11 +261,12 @@ class CitedAnswerBuilder:
             checks.append(f"Left out {len(left_out)} sentence(s) of the model's that are not supported findings: " +
                          "; ".join(dict.fromkeys(why for _, why in left_out)) + ".")
         supported = [c for c in claims if c["cited"] and self._supported(c)]
-        quoting = route == "compare" and self.comparisons == "quoted"
-        quoted, opening = (self.quotations.each_paper(question, documents, compared_papers), "papers") \
-            if quoting and len(compared_papers or []) >= 2 else self.quotations.comparison(
-                subqueries, subjects or [], documents, None if topic_question else question) \
-            if quoting and subqueries else ([], "")
+        quoted, opening = [], ""
+        if route == "compare" and self.comparisons == "quoted" and len(compared_papers or []) >= 2:
+            quoted, opening = self.quotations.each_paper(question, documents, compared_papers), "papers"
+        elif route == "compare" and self.comparisons == "quoted" and subqueries:
+            quoted, opening = self.quotations.comparison(subqueries, subjects or [], documents,
+                                                         None if topic_question else question)
         # No excerpt names a subject as the router read it ("chemo" where the papers say "chemotherapy"): the
         # answer is built as for any other question.
         quoted_comparison = bool(quoted)

@@ -126,8 +126,9 @@ class PaperReader:
             `search_question`).
         """
         names = list(dict.fromkeys(papers or [paper]))
+        fetched: dict[str, list[Document]] = {}  # a paper's readable chunks, fetched once: to resolve and to read
         with connect(self.document_store) as connection:
-            found = [(name, *self._resolve(connection, name, filters)) for name in names]
+            found = [(name, *self._resolve(connection, name, filters, fetched)) for name in names]
         missing = next(((name, closest) for name, source_id, closest in found if source_id is None), None)
         if missing and otherwise_search:
             return {"search_question": otherwise_search}
@@ -142,7 +143,7 @@ class PaperReader:
         share = len(source_ids)
         read, unread = [], []
         for source_id in source_ids:
-            chunks = self._chunks(source_id, filters)
+            chunks = list(self._chunks(source_id, filters, fetched))
             chunks.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
             readable = [d for d in chunks if is_readable_evidence(d) and
                         len((d.content or "").split()) >= self.min_words]
@@ -152,8 +153,9 @@ class PaperReader:
                 # What the abstract found first (its results and conclusion: the count, the main figure), then
                 # every other passage by its closeness to the question.
                 readable.sort(key=lambda d: (not _abstract_finding(d), -_similarity(d.embedding, query_embedding)))
-            chosen = self._within_budget(readable, self.max_tokens // share, max(1, self.max_excerpts // share),
-                                         in_order=self.by_relevance and query_embedding is not None)
+            budget = (self.max_tokens // share, max(1, self.max_excerpts // share))
+            chosen = self._in_order_within_budget(readable, *budget) if self.by_relevance and \
+                query_embedding is not None else self._within_budget(readable, *budget)
             readable.sort(key=lambda d: int(d.meta.get("chunk_index") or 0))
             read += [d for d in readable if d.id in chosen]
             unread += [d for d in readable if d.id not in chosen]
@@ -176,19 +178,28 @@ class PaperReader:
         return Document(id=chunk.id, content=" ".join(sentences[i] for i in kept), embedding=chunk.embedding,
                         meta={**chunk.meta, "sentences_read": f"{len(kept)} of {len(sentences)}"})
 
-    def _within_budget(self, chunks: list[Document], max_tokens: int, max_excerpts: int,
-                       in_order: bool = False) -> set[str]:
-        """The ids of the chunks read: by `_PRIORITY`, or (`in_order`) in the order given, while they fit."""
+    def _in_order_within_budget(self, chunks: list[Document], max_tokens: int, max_excerpts: int) -> set[str]:
+        """The ids of the chunks read, in the order given, each that still fits."""
         chosen: set[str] = set()
         used = 0
-        for kind, pattern in _PRIORITY if not in_order else (("", re.compile("")),):
+        for chunk in chunks:
+            cost = self._cost(chunk)
+            if used + cost <= max_tokens and len(chosen) < max_excerpts:
+                chosen.add(chunk.id)
+                used += cost
+        return chosen
+
+    def _within_budget(self, chunks: list[Document], max_tokens: int, max_excerpts: int) -> set[str]:
+        """The ids of the chunks read, by `_PRIORITY`, while they fit."""
+        chosen: set[str] = set()
+        used = 0
+        for kind, pattern in _PRIORITY:
             for section_first_only in (True, False):
                 seen_sections: set[str] = set()
                 for chunk in chunks:
                     section = str(chunk.meta.get("section") or "")
                     top = section.split(" / ")[0]
-                    if chunk.id in chosen or (kind and chunk.meta.get("section_kind", "body") != kind) or \
-                            not pattern.search(top):
+                    if chunk.id in chosen or chunk.meta.get("section_kind", "body") != kind or not pattern.search(top):
                         continue
                     if section_first_only and kind == "body" and section in seen_sections:
                         continue
@@ -200,14 +211,17 @@ class PaperReader:
                     used += cost
         return chosen
 
-    def _chunks(self, source_id: str, filters: dict[str, Any] | None) -> list[Document]:
-        """The paper's chunks the request may read (all of them without `filters`)."""
-        paper = {"field": "meta.source_id", "operator": "==", "value": source_id}
-        return self.document_store.filter_documents(
-            paper if not filters else {"operator": "AND", "conditions": [paper, filters]})
+    def _chunks(self, source_id: str, filters: dict[str, Any] | None, fetched: dict[str, list[Document]]
+                ) -> list[Document]:
+        """The paper's chunks the request may read (all of them without `filters`), kept in `fetched`."""
+        if source_id not in fetched:
+            paper = {"field": "meta.source_id", "operator": "==", "value": source_id}
+            fetched[source_id] = self.document_store.filter_documents(
+                paper if not filters else {"operator": "AND", "conditions": [paper, filters]})
+        return fetched[source_id]
 
-    def _resolve(self, connection: Any, paper: str, filters: dict[str, Any] | None = None
-                 ) -> tuple[str | None, list[Document]]:
+    def _resolve(self, connection: Any, paper: str, filters: dict[str, Any] | None,
+                 fetched: dict[str, list[Document]]) -> tuple[str | None, list[Document]]:
         table = sql.Identifier(self.document_store.schema_name, self.document_store.table_name)
         ids = paper_ids(paper)
         if ids:
@@ -219,7 +233,7 @@ class PaperReader:
                 "AND %(pmid)s) OR lower(meta->>'doi') = %(doi)s LIMIT 10").format(table),
                 {"id": wanted, "digits": digits, "pmid": wanted.startswith("PMID"),
                  "doi": wanted[4:] if wanted.startswith("doi:") else None}).fetchall()
-            return next((row[0] for row in rows if not filters or self._chunks(row[0], filters)), None), []
+            return next((row[0] for row in rows if not filters or self._chunks(row[0], filters, fetched)), None), []
         words = sorted(set(content_words(paper)))
         if not words:
             return None, []
@@ -233,7 +247,7 @@ class PaperReader:
         # closest listed are readable too (another key's upload is not even named).
         readable = []
         for row in scored:
-            if row[0] > 0 and (not filters or self._chunks(row[1], filters)):
+            if row[0] > 0 and (not filters or self._chunks(row[1], filters, fetched)):
                 readable.append(row)
             if len(readable) == 3:
                 break

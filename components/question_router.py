@@ -234,11 +234,14 @@ class QuestionRouter:
             parts = question_parts(question)
             if len(parts) >= 2:
                 result["subqueries"] = parts
-        elif route == "single" and not follow_up_to and _names_a_paper(named_paper(question)):
-            # "How many patients were in the FIELT trial?": the paper it names is read, its passages closest to the
-            # question first, as a two-step question's first part is; searched as asked if no paper is that one.
-            del result["search_question"]
-            result["step_paper"], result["step_question"] = named_paper(question), question
+        elif route == "single" and not follow_up_to:
+            named = named_paper(question)
+            if _names_a_paper(named):
+                # "How many patients were in the FIELT trial?": the paper it names is read, its passages closest
+                # to the question first, as a two-step question's first part is; searched as asked if no paper is
+                # that one.
+                del result["search_question"]
+                result["step_paper"], result["step_question"] = named, question
         return result
 
     def decide(self, question: str, query_embedding: list[float] | None = None, *, leave_out: bool = False,
