@@ -106,14 +106,26 @@ def crisis_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# Research questions in people's own words that the classifier learns from and the exemplars do not hold (a
+# patient's question sits near the conversational crises in meaning): their sets, by question file.
+PEOPLES_QUESTIONS = {"plain_language_questions.json": "plain_tuning"}
+
+
+def peoples_questions() -> list[dict[str, Any]]:
+    """`PEOPLES_QUESTIONS` as labelled rows (research, with their set's name)."""
+    from pmc_rag.evaluation.plain_questions import DATASETS
+    from pmc_rag.evaluation.plain_questions import load as load_plain
+
+    return [{"text": q["question"], "label": "research", "set": name, "category": None}
+            for file, name in PEOPLES_QUESTIONS.items() for q in load_plain(DATASETS / file) if q["set"] == name]
+
+
 def training_messages() -> tuple[list[str], list[bool], str]:
     """What the classifier learns from: the labelled messages less the held-aside sets, the even-numbered PubMedQA
     dev questions and the tuning half of the plain-language questions (research, however personal)."""
-    from pmc_rag.evaluation.plain_questions import load as load_plain
-
     rows = [m for m in labelled_messages() if m["set"] not in HELD_ASIDE_SETS and learned_by_the_classifier(m)]
     rows += research_exemplars()
-    rows += [{"text": q["question"], "label": "research"} for q in load_plain() if q["set"] == "plain_tuning"]
+    rows += peoples_questions()
     about = (f"{len(rows)} messages: crisis_messages.json less {sorted(HELD_ASIDE_SETS)}, the even-numbered PubMedQA "
              "dev questions, plain_language_questions.json plain_tuning (everyday_chat.json: exemplars only)")
     return [normalise(r["text"]) for r in rows], [r["label"] == "crisis" for r in rows], about
@@ -135,11 +147,7 @@ def run_left_out(layer: ExemplarLayer, translations: dict[str, str] | None = Non
 
     import pmc_rag.answering.crisis as crisis
     from pmc_rag.answering.crisis_classifier import CrisisClassifier, train_crisis_classifier
-    from pmc_rag.evaluation.plain_questions import load as load_plain
-
-    rows = [m for m in labelled_messages() if m["set"] not in HELD_ASIDE_SETS] + [
-        {"text": q["question"], "label": "research", "set": "plain_tuning", "category": None}
-        for q in load_plain() if q["set"] == "plain_tuning"]
+    rows = [m for m in labelled_messages() if m["set"] not in HELD_ASIDE_SETS] + peoples_questions()
     always = research_exemplars()
     # each text embedded once, not once per fold: normalised as the classifier reads it, as typed for the exemplars
     meanings = {text: layer.meaning(text) for row in rows + always
@@ -151,7 +159,7 @@ def run_left_out(layer: ExemplarLayer, translations: dict[str, str] | None = Non
             kept = [r for r in rows if r["set"] != left_out] + always
             learned = [r for r in kept if learned_by_the_classifier(r)]
             texts = [normalise(r["text"]) for r in learned]
-            exemplars = [r for r in kept if r.get("set") != "plain_tuning"]
+            exemplars = [r for r in kept if r.get("set") not in PEOPLES_QUESTIONS.values()]
             fold_layer = ExemplarLayer(layer.meaning_of_each, [r["text"] for r in exemplars],
                                        [r["label"] == "crisis" for r in exemplars],
                                        [r.get("category") for r in exemplars], model=layer.model,
