@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -13,13 +12,13 @@ from pmc_rag.components.citations import by_paper, canonical_id, content_words, 
 from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_checker import kind_of_disagreement
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
-from pmc_rag.components.follow_up_asks import asked_for
+from pmc_rag.components.follow_up_asks import follow_up_words
 from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_THE_LAST, COMPARED_WITH, COMPARES,
                                                 capitalised, compares_subjects, finished, once,
                                                 others_cited_to_the_first, without_section_label)
 from pmc_rag.components.not_answered import not_answered
-from pmc_rag.components.quotation_chooser import COMPARISON_OPENINGS, QuotationChooser, cited_papers, follow_up_words
+from pmc_rag.components.quotation_chooser import COMPARISON_OPENINGS, QuotationChooser, cited_papers
 from pmc_rag.components.references import numbered, reference
 from pmc_rag.components.verdict_check import VerdictCheck
 
@@ -271,7 +270,7 @@ class CitedAnswerBuilder:
         # answer is built as for any other question.
         quoted_comparison = bool(quoted)
         asked, quoted_as_asked = (None, []) if not supported or quoted_comparison else \
-            self._quoting_what_is_asked(own_words, topic_question, supported, documents)
+            self.quotations.what_is_asked(own_words, topic_question, supported, documents)
         extractive = not supported or quoted_comparison or bool(quoted_as_asked)
         if quoted_comparison:
             claims = quoted
@@ -433,30 +432,6 @@ class CitedAnswerBuilder:
             shown.append(claim)
         return shown, left_out, withheld
 
-    def _quoting_what_is_asked(self, question: str, topic_question: str | None, supported: list[Claim],
-                               documents: list[Document]) -> tuple[str | None, list[Claim]]:
-        """For a follow-up whose answer the model's supported sentences do not give: what it asks for, in words, and
-        the quotations that give it. What it asks for is a number, a method, harms or significance
-        (`follow_up_asks`), else what its own words name ("What about its effect on healthcare resources?": a
-        sentence naming healthcare resources). (None, []) when the model's answer gives it, or no passage does.
-        `question`: the follow-up's own words."""
-        if not topic_question:
-            return None, []
-        ask = asked_for(question)
-        if ask is not None:
-            says, wanted = ask.says, ask.wanted
-        else:
-            own = follow_up_words(question, topic_question) - _ASKING_WORDS
-            named = [w for w in re.findall(r"[\w-]+", question)
-                     if content_words(w) and content_words(w) <= own]
-            if not named:
-                return None, []
-            says, wanted = (lambda text: bool(own & content_words(text))), quoted_words(named)
-        if any(says(c["text"]) for c in supported):
-            return None, []
-        giving = [c for c in self.quotations.extract(question, documents, topic_question) if says(c["text"])]
-        return (wanted, giving) if giving else (None, [])
-
     def _unaddressed(self, question: str, claims: list[Claim], topic_question: str,
                      word_shares: dict[str, float] | None) -> list[str]:
         """What a follow-up compares with (its specific words that its topic question does not have), when the
@@ -487,11 +462,3 @@ class CitedAnswerBuilder:
 
 
 _COMPARISON_POLICIES = ("model", "quoted")
-
-
-# Words that say how a follow-up asks, not what about: "What about its effect on healthcare resources?" asks about
-# healthcare resources, and "effective" in an answer is no sign it was answered.
-_ASKING_WORDS = content_words("effect effects impact influence role outcome outcomes result results difference "
-                              "change changes benefit")
-
-

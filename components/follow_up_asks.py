@@ -160,3 +160,11 @@ def searched_for(question: str, follow_up_to: str | None = None) -> str:
     if ask is None or not ask.search_words:
         return follow_up_query(question, follow_up_to)
     return follow_up_query(f"{question} {ask.search_words}", follow_up_to)
+
+
+def follow_up_words(question: str, topic_question: str) -> set[str]:
+    """The content words a follow-up (its own words, `question`) adds to its topic question. Not "follow" either:
+    while follow-ups came joined to their topic by "(follow-up to: ...)", that word was always taken out with the
+    topic's, and the follow-up quotations were measured so ("How long were the patients followed?" then quotes
+    "... long-term treatment for 3 years", and otherwise the last answer again)."""
+    return content_words(question) - content_words(f"{topic_question} follow-up to")

@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pmc_rag.components.citations import by_paper, canonical_id, content_words
+from pmc_rag.components.citations import by_paper, canonical_id, content_words, quoted_words
 from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_signals import finding_rank, states_an_aim
 from pmc_rag.components.defined_abbreviations import defined_abbreviations, spelled_out
-from pmc_rag.components.finding_classifier import shipped_classifier
-from pmc_rag.components.follow_up_asks import Ask, asked_for
+from pmc_rag.components.follow_up_asks import Ask, asked_for, follow_up_words
 from pmc_rag.components.follow_up_query import follow_up_query
+from pmc_rag.components.quotation_candidate import QuotationCandidate
 from pmc_rag.components.section_chunker import split_sentences
-from pmc_rag.components.section_kinds import CONCLUSION_SECTION, is_plain_abstract, is_readable_evidence
+from pmc_rag.components.section_kinds import is_readable_evidence
 from pmc_rag.components.word_meaning import WordMeaning
 
 
@@ -144,7 +144,7 @@ class QuotationChooser:
         # only the chosen sentence is judged again, where it stands (the same words may stand in two sections)
         for sentence, chunk in self.quotable(own):
             if sentence == claims[0]["text"]:
-                candidate = _Candidate.of(sentence, chunk.meta.get("section"), None)
+                candidate = QuotationCandidate.of(sentence, chunk.meta.get("section"), None)
                 if candidate.conclusion and candidate.rank > 0:
                     return claims[0]
         return None
@@ -359,7 +359,7 @@ class QuotationChooser:
         claims, first_overlap, seen, asked_words = [], None, seen or set(), asked_words or set()
         specific = (specific or set()) & question_words
         for source_id, chunks in by_paper(documents, self.source_id_field).items():
-            candidates = [_Candidate.of(sentence, chunk.meta.get("section"), ask)
+            candidates = [QuotationCandidate.of(sentence, chunk.meta.get("section"), ask)
                           for chunk in filter(is_readable_evidence, chunks)
                           for sentence in split_sentences(" ".join((chunk.content or "").split()))]
             # Headings, figure labels and table rows ("Survival outcome.") make poor quotations; so do aims,
@@ -408,6 +408,30 @@ class QuotationChooser:
                 break
         return claims
 
+    def what_is_asked(self, question: str, topic_question: str | None, supported: list[Claim],
+                      documents: list[Document]) -> tuple[str | None, list[Claim]]:
+        """For a follow-up whose answer the model's supported sentences do not give: what it asks for, in words, and
+        the quotations that give it. What it asks for is a number, a method, harms or significance
+        (`follow_up_asks`), else what its own words name ("What about its effect on healthcare resources?": a
+        sentence naming healthcare resources). (None, []) when the model's answer gives it, or no passage does.
+        `question`: the follow-up's own words."""
+        if not topic_question:
+            return None, []
+        ask = asked_for(question)
+        if ask is not None:
+            says, wanted = ask.says, ask.wanted
+        else:
+            own = follow_up_words(question, topic_question) - _ASKING_WORDS
+            named = [w for w in re.findall(r"[\w-]+", question)
+                     if content_words(w) and content_words(w) <= own]
+            if not named:
+                return None, []
+            says, wanted = (lambda text: bool(own & content_words(text))), quoted_words(named)
+        if any(says(c["text"]) for c in supported):
+            return None, []
+        giving = [c for c in self.extract(question, documents, topic_question) if says(c["text"])]
+        return (wanted, giving) if giving else (None, [])
+
     def _closest(self, question: str, lead: Claim, others: list[Claim]) -> bool:
         """Whether `lead` is at least as close to the question in meaning as each of `others` (without a model:
         True)."""
@@ -417,37 +441,13 @@ class QuotationChooser:
         similarities = vectors @ self._meaning.vectors([question])[0]
         return bool(similarities[0] >= similarities[1:].max())
 
-    def _close_conclusions(self, question: str | None, candidates: list[_Candidate]) -> set[str]:
+    def _close_conclusions(self, question: str | None, candidates: list[QuotationCandidate]) -> set[str]:
         """The conclusion findings within `min_conclusion_similarity` of the question (none without a model)."""
         texts = [c.text for c in candidates if c.conclusion and c.rank > 0]
         if self._meaning is None or not question or not texts:
             return set()
         similarities = self._meaning.vectors(texts) @ self._meaning.vectors([question])[0]
         return {text for text, similarity in zip(texts, similarities) if similarity >= self.min_conclusion_similarity}
-
-
-class _Candidate(NamedTuple):
-    """A sentence the quotation step may quote: its `finding_rank`, whether it is from a conclusion, what it counts
-    for as the kind of sentence a follow-up asks for (`Ask.weight`, else 0), and whether it may answer although
-    the quotation step would skip it (a method, for "How was it measured?")."""
-
-    text: str
-    rank: int
-    conclusion: bool
-    fit: int
-    method_ok: bool
-
-    @classmethod
-    def of(cls, sentence: str, section: str | None, ask: Ask | None) -> _Candidate:
-        rank = finding_rank(sentence, section)
-        # An abstract without headings is the authors' own summary: what in it reads as a result or conclusion to
-        # the classifier trained on abstracts labelled by their headings is their conclusion, and goes before one
-        # figure from the results (its background, which the patterns also let through, does not).
-        conclusion = bool(CONCLUSION_SECTION.search(str(section or ""))) or (
-            is_plain_abstract(section) and rank > 0 and shipped_classifier().is_finding(sentence))
-        return cls(sentence, rank, conclusion, ask.weight if ask and ask.fits(sentence, section) else 0,
-                   bool(ask and ask.may_quote(sentence, section)))
-
 
 
 # How a quoted comparison opens (`QuotationChooser.comparison`, `each_paper`), as the answer's note says it.
@@ -468,12 +468,7 @@ def cited_papers(claims: list[Claim]) -> set[str]:
     return {canonical_id(p) for c in claims for p in c.get("cited") or []}
 
 
-
-def follow_up_words(question: str, topic_question: str) -> set[str]:
-    """The content words a follow-up (its own words, `question`) adds to its topic question. Not "follow" either:
-    while follow-ups came joined to their topic by "(follow-up to: ...)", that word was always taken out with the
-    topic's, and the follow-up quotations were measured so ("How long were the patients followed?" then quotes
-    "... long-term treatment for 3 years", and otherwise the last answer again)."""
-    return content_words(question) - content_words(f"{topic_question} follow-up to")
-
-
+# Words that say how a follow-up asks, not what about: "What about its effect on healthcare resources?" asks about
+# healthcare resources, and "effective" in an answer is no sign it was answered.
+_ASKING_WORDS = content_words("effect effects impact influence role outcome outcomes result results difference "
+                              "change changes benefit")
