@@ -151,6 +151,7 @@ class CitedAnswerBuilder:
         follow_up_to: str | None = None,
         skipped_model: str | None = None,
         compared_papers: list[str] | None = None,
+        named_paper: str | None = None,
     ) -> dict[str, Answer]:
         """
         :param question: The user's question.
@@ -200,6 +201,9 @@ class CitedAnswerBuilder:
             `quoted_first`, with this reason instead of a note that no model answer was available.
         :param compared_papers: From `PaperReader`, for a comparison of papers the question names: their ids, in
             the order named. With `comparisons: quoted`, each one's conclusion (else best finding) is quoted.
+        :param named_paper: From `QuestionRouter` (`step_paper`): the paper a single question names, read for it. The
+            question is asked of that paper as a follow-up is of its topic: what it asks for (a number, a method,
+            harms) is quoted when the model's answer does not give it ("How many patients were in the FIELT trial?").
         :returns: `answer`: the answer object (`pmc_rag.components.answer.Answer`).
         """
         follow_up_to = follow_up_to or topic_question
@@ -207,7 +211,8 @@ class CitedAnswerBuilder:
                               invalid_citations, raw_answer, excerpts_dropped, generator_meta, replies, unanswered,
                               why_unanswered, topic_question, word_shares, route, subqueries, subjects, looked_up,
                               key_findings, related, own_words=question, skipped_model=skipped_model,
-                              compared_papers=compared_papers)
+                              compared_papers=compared_papers,
+                              named_paper=named_paper if route in (None, "single") else None)
         notes = list(answer.notes)
         if uncovered and not answer.flags.get("not_answered"):
             notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
@@ -226,7 +231,7 @@ class CitedAnswerBuilder:
                 subjects: list[str] | None, looked_up: list[str] | None = None,
                 key_findings: list[Document] | None = None, related: list[Document] | None = None,
                 own_words: str = "", skipped_model: str | None = None,
-                compared_papers: list[str] | None = None) -> Answer:
+                compared_papers: list[str] | None = None, named_paper: str | None = None) -> Answer:
         # `question` is what was asked with a follow-up's topic; `own_words`, what the reader wrote
         if unanswered is not None:
             # findings only: a related paper's aim or methods would read as if it answered
@@ -270,7 +275,7 @@ class CitedAnswerBuilder:
         # answer is built as for any other question.
         quoted_comparison = bool(quoted)
         asked, quoted_as_asked = (None, []) if not supported or quoted_comparison else \
-            self.quotations.what_is_asked(own_words, topic_question, supported, documents)
+            self.quotations.what_is_asked(own_words, topic_question, supported, documents, named_paper)
         extractive = not supported or quoted_comparison or bool(quoted_as_asked)
         if quoted_comparison:
             claims = quoted
@@ -283,14 +288,14 @@ class CitedAnswerBuilder:
                              "paper's finding on one of them, and the papers shown do not compare them.")
         elif quoted_as_asked:
             claims = quoted_as_asked
-            notes.append(f"This follow-up asks about {asked}, which the model's answer does not speak of: the "
-                         "papers' sentences that do are quoted instead.")
+            notes.append(f"This {'follow-up' if topic_question else 'question'} asks about {asked}, which the model's "
+                         "answer does not speak of: the papers' sentences that do are quoted instead.")
         elif extractive:
             # Parts no excerpt speaks to quote nothing: then, as for any question, the best findings overall.
             per_part = self.quotations.extract_per_part(subqueries, subjects or [], documents) if subqueries else []
             claims = per_part or self.quotations.extract(
                 own_words if topic_question else question, documents, topic_question, looked_up,
-                specific=self._specific_stems(word_shares))
+                specific=self._specific_stems(word_shares), named_paper=named_paper)
             if not skipped_model:  # quoted by choice: why no model was asked is said with the checks, below
                 notes.append("No sentence of the model's answer is a finding its sources support, so this answer "
                              "quotes the papers' findings instead." if left_out and raw_answer.strip() else

@@ -95,20 +95,23 @@ class QuotationChooser:
     _MIN_QUOTED_WORDS = 6
 
     def extract(self, question: str, documents: list[Document], topic_question: str | None = None,
-                 looked_up: list[str] | None = None, specific: set[str] | None = None) -> list[Claim]:
+                 looked_up: list[str] | None = None, specific: set[str] | None = None,
+                 named_paper: str | None = None) -> list[Claim]:
         """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
         result, never an aim, a caption, a method or background) that shares the question's words, its `specific`
-        ones (stems) first. A follow-up's `question` is its own words; its `topic_question`'s words count too."""
+        ones (stems) first. A follow-up's `question` is its own words; its `topic_question`'s words count too. A
+        question about a `named_paper` is read as a follow-up about it ("How many patients were in the FIELT
+        trial?" wants a count), though nothing of it has been read yet."""
         asked = follow_up_query(question, topic_question)
         question_words = content_words(asked) or {""}
         # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
         # side effects?". So do the names a two-step question looked up: "erlotinib" answers "Which drug did the
         # FIELT trial test" though the question does not say it.
-        own_words = follow_up_words(question, topic_question) if topic_question else \
-            content_words(" ".join(looked_up or []))
+        about = topic_question or named_paper
+        own_words = follow_up_words(question, about) if about else content_words(" ".join(looked_up or []))
         follow_up = {}
-        if topic_question:
+        if about:
             # What the follow-up asks for (a count, a method, side effects) is looked for in the paper's words for
             # it, and the sentence that answered the topic question, which the reader has read, comes last. Its
             # words the topic shares ("How was dynamic stability measured?") say what it asks about.
@@ -117,7 +120,7 @@ class QuotationChooser:
             follow_up = {"ask": ask, "asked_words": content_words(question) -
                          (ask.misleading if ask else set()),
                          "seen": {c["text"] for c in self.quotations(content_words(topic_question), set(), documents,
-                                                                      True)}}
+                                                                      True)} if topic_question else set()}
         claims = self.quotations(question_words, own_words, documents, findings_only=True, specific=specific,
                                   question=asked, **follow_up)
         # no paper has a finding among its excerpts: the best sentences are quoted all the same, so that the
@@ -409,19 +412,19 @@ class QuotationChooser:
         return claims
 
     def what_is_asked(self, question: str, topic_question: str | None, supported: list[Claim],
-                      documents: list[Document]) -> tuple[str | None, list[Claim]]:
+                      documents: list[Document], named_paper: str | None = None) -> tuple[str | None, list[Claim]]:
         """For a follow-up whose answer the model's supported sentences do not give: what it asks for, in words, and
         the quotations that give it. What it asks for is a number, a method, harms or significance
         (`follow_up_asks`), else what its own words name ("What about its effect on healthcare resources?": a
         sentence naming healthcare resources). (None, []) when the model's answer gives it, or no passage does.
-        `question`: the follow-up's own words."""
-        if not topic_question:
+        `question`: the follow-up's own words. A question about a `named_paper` is read as a follow-up about it."""
+        if not (topic_question or named_paper):
             return None, []
         ask = asked_for(question)
         if ask is not None:
             says, wanted = ask.says, ask.wanted
         else:
-            own = follow_up_words(question, topic_question) - _ASKING_WORDS
+            own = follow_up_words(question, topic_question or named_paper or "") - _ASKING_WORDS
             named = [w for w in re.findall(r"[\w-]+", question)
                      if content_words(w) and content_words(w) <= own]
             if not named:
@@ -429,7 +432,8 @@ class QuotationChooser:
             says, wanted = (lambda text: bool(own & content_words(text))), quoted_words(named)
         if any(says(c["text"]) for c in supported):
             return None, []
-        giving = [c for c in self.extract(question, documents, topic_question) if says(c["text"])]
+        giving = [c for c in self.extract(question, documents, topic_question, named_paper=named_paper)
+                  if says(c["text"])]
         return (wanted, giving) if giving else (None, [])
 
     def _closest(self, question: str, lead: Claim, others: list[Claim]) -> bool:

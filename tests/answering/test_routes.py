@@ -128,6 +128,10 @@ def test_a_question_about_one_named_paper_reads_it_and_quotes_the_passage_that_a
     answer = answer_question(routed, "Which skin toxicities were seen in the FIELT trial?").model_dump()
     assert answer["route"] == "single" and "semantic" not in answer["timings_ms"]  # read, not searched for
     assert [r["source_id"] for r in answer["references"]] == ["PMC4816447"] and "skin toxicity" in answer["answer"]
+    # asked of the paper as a follow-up is of its topic: a count, not "Issues relevant for clinical practice are
+    # discussed" (the abstract's last sentence), whatever the model's sentences say
+    count = answer_question(routed, "How many patients were in the FIELT trial?").model_dump()
+    assert "46 patients were included" in count["answer"] and count["route"] == "single"
     router = QuestionRouter(exemplars="")
     named = router.run(question="What was the median progression-free survival in the FIELT trial?")
     assert (named["step_paper"], "search_question" in named) == ("FIELT", False)

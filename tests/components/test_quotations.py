@@ -271,6 +271,27 @@ def test_a_models_answer_without_the_number_a_follow_up_asks_for_gives_way_to_th
     assert not kept["flags"]["extractive_fallback"] and not kept["notes"]
 
 
+def test_a_question_about_a_named_paper_is_answered_as_a_follow_up_about_it_with_what_it_asks_for():
+    # "How many patients were in the FIELT trial?": the named paper was read for it, and its conclusion is not the
+    # count; as a follow-up about the paper, the sentence with the number of patients answers.
+    question = "How many patients were in the Parkinson knee study?"
+
+    def answer(text: str = "", named_paper: str | None = "the Parkinson knee study", route: str = "single") -> dict:
+        verified = verify(text, PARKINSON) if text else {"claims": []}
+        return CitedAnswerBuilder(extractive_sentences=1).run(
+            question=question, documents=PARKINSON, claims=verified["claims"], raw_answer=text, route=route,
+            named_paper=named_paper)["answer"].model_dump()
+
+    assert answer()["answer"] == "Patients (N=44) with idiopathic PD [1]."
+    model_without_number = answer("Knee extensor strength positively correlated with dynamic postural stability "
+                                  "[PMID:20382292].")
+    assert model_without_number["answer"] == "Patients (N=44) with idiopathic PD [1]."
+    assert any(note.startswith("This question asks about a number") for note in model_without_number["notes"])
+    # Without a named paper (or on another route) the question is a plain one: the finding, never a method.
+    assert answer(named_paper=None)["answer"].startswith("These findings suggest a malleable relationship")
+    assert answer(route="multi_step")["answer"].startswith("These findings suggest a malleable relationship")
+
+
 def test_side_effects_are_quoted_from_the_sentence_on_toxicity_not_one_on_effectiveness():
     paper = [Document(id=f"e-{i}", content=text, meta={"source_id": "PMC4816447", "section": section})
              for i, (section, text) in enumerate([
