@@ -100,15 +100,16 @@ class QuotationChooser:
         """From each of the best papers, the sentence that best answers the question: a finding (a conclusion or
         result, never an aim, a caption, a method or background) that shares the question's words, its `specific`
         ones (stems) first. A follow-up's `question` is its own words; its `topic_question`'s words count too. A
-        question about a `named_paper` is read as a follow-up about it ("How many patients were in the FIELT
-        trial?" wants a count), though nothing of it has been read yet."""
+        question asking a `named_paper` for a kind of thing (`asked_for`: "How many patients were in the FIELT
+        trial?" wants a count) is read as a follow-up about it, though nothing of it has been read yet; a finding
+        asked of it is chosen as any finding is."""
         asked = follow_up_query(question, topic_question)
         question_words = content_words(asked) or {""}
         # A follow-up's own words ("side effects") come first: the topic's words, carried along in the query,
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
         # side effects?". So do the names a two-step question looked up: "erlotinib" answers "Which drug did the
         # FIELT trial test" though the question does not say it.
-        about = topic_question or named_paper
+        about = topic_question or (named_paper if asked_for(question) else None)
         own_words = follow_up_words(question, about) if about else content_words(" ".join(looked_up or []))
         follow_up = {}
         if about:
@@ -417,14 +418,14 @@ class QuotationChooser:
         the quotations that give it. What it asks for is a number, a method, harms or significance
         (`follow_up_asks`), else what its own words name ("What about its effect on healthcare resources?": a
         sentence naming healthcare resources). (None, []) when the model's answer gives it, or no passage does.
-        `question`: the follow-up's own words. A question about a `named_paper` is read as a follow-up about it."""
-        if not (topic_question or named_paper):
-            return None, []
+        `question`: the follow-up's own words. A question asking a `named_paper` for a kind of thing is read so too."""
         ask = asked_for(question)
+        if not topic_question and not (named_paper and ask):
+            return None, []
         if ask is not None:
             says, wanted = ask.says, ask.wanted
         else:
-            own = follow_up_words(question, topic_question or named_paper or "") - _ASKING_WORDS
+            own = follow_up_words(question, topic_question or "") - _ASKING_WORDS
             named = [w for w in re.findall(r"[\w-]+", question)
                      if content_words(w) and content_words(w) <= own]
             if not named:
