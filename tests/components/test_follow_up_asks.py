@@ -79,3 +79,20 @@ def test_a_follow_up_is_searched_with_the_question_it_follows_up_and_any_other_q
         "query": "What about its side effects? (follow-up to: Is erlotinib effective?)"}
     assert search_text.run(question="Is erlotinib effective?") == {"query": "Is erlotinib effective?"}
     assert search_text.run(question="Is erlotinib effective?", follow_up_to="") == {"query": "Is erlotinib effective?"}
+
+
+def test_a_quotation_candidate_knows_a_finding_a_conclusion_and_what_it_fits():
+    from pmc_rag.components.quotation_candidate import QuotationCandidate
+
+    count = asked_for("How many patients took part?")
+    result = QuotationCandidate.of("46 patients were included in the phase II study.", "Abstract: Results", count)
+    assert (result.rank, result.conclusion, result.fit) == (2, False, 2)  # a finding; a count fits a count, twice
+    conclusion = QuotationCandidate.of("Erlotinib prolonged progression-free survival in these patients.",
+                                       "Abstract: Conclusions", None)
+    assert (conclusion.rank, conclusion.conclusion, conclusion.fit) == (2, True, 0)
+    aim = QuotationCandidate.of("The aim of this study was to assess erlotinib in lung cancer.", "Abstract", count)
+    assert aim.rank == 0 and not aim.conclusion and not aim.fit  # an aim is never a finding, nor a count
+    # a method answers "how was it measured?" though the quotation step skips methods otherwise
+    method = QuotationCandidate.of("Stability was assessed as the centre of pressure moment arm.", "Methods",
+                                   asked_for("How was stability measured?"))
+    assert method.method_ok and method.fit == 1
