@@ -109,14 +109,14 @@ class QuotationChooser:
         # are in every sentence of the papers under discussion, and chose a table caption for "What about its
         # side effects?". So do the names a two-step question looked up: "erlotinib" answers "Which drug did the
         # FIELT trial test" though the question does not say it.
-        about = topic_question or (named_paper if asked_for(question) else None)
+        ask = asked_for(question) if topic_question or named_paper else None
+        about = topic_question or (named_paper if ask else None)
         own_words = follow_up_words(question, about) if about else content_words(" ".join(looked_up or []))
         follow_up = {}
         if about:
             # What the follow-up asks for (a count, a method, side effects) is looked for in the paper's words for
             # it, and the sentence that answered the topic question, which the reader has read, comes last. Its
             # words the topic shares ("How was dynamic stability measured?") say what it asks about.
-            ask = asked_for(question)
             own_words = (own_words - ask.misleading) | ask.words if ask else own_words
             follow_up = {"ask": ask, "asked_words": content_words(question) -
                          (ask.misleading if ask else set()),
