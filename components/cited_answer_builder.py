@@ -12,7 +12,7 @@ from pmc_rag.components.citations import by_paper, canonical_id, content_words, 
 from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_checker import kind_of_disagreement
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
-from pmc_rag.components.follow_up_asks import follow_up_words
+from pmc_rag.components.follow_up_asks import asked_for, follow_up_words
 from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_THE_LAST, COMPARED_WITH, COMPARES,
                                                 capitalised, compares_subjects, finished, once,
@@ -152,6 +152,7 @@ class CitedAnswerBuilder:
         skipped_model: str | None = None,
         compared_papers: list[str] | None = None,
         named_paper: str | None = None,
+        named_paper_unread: list[Document] | None = None,
     ) -> dict[str, Answer]:
         """
         :param question: The user's question.
@@ -204,15 +205,21 @@ class CitedAnswerBuilder:
         :param named_paper: From `QuestionRouter` (`step_paper`): the paper a single question names, read for it. The
             question is asked of that paper as a follow-up is of its topic: what it asks for (a number, a method,
             harms) is quoted when the model's answer does not give it ("How many patients were in the FIELT trial?").
+        :param named_paper_unread: From the `PaperReader` that read `named_paper` (`unread`): its passages the model
+            was not shown. What the question asks of the paper may be quoted from them (the sample size sits in an
+            abstract's methods, the side effects in the safety results), cited to the passage it comes from.
         :returns: `answer`: the answer object (`pmc_rag.components.answer.Answer`).
         """
         follow_up_to = follow_up_to or topic_question
+        named_paper = named_paper if route in (None, "single") else None
+        if named_paper and named_paper_unread and asked_for(question):
+            documents = [*(documents or []), *named_paper_unread]
         answer = self._answer(follow_up_query(question, follow_up_to), documents, claims, removed_claims,
                               invalid_citations, raw_answer, excerpts_dropped, generator_meta, replies, unanswered,
                               why_unanswered, topic_question, word_shares, route, subqueries, subjects, looked_up,
                               key_findings, related, own_words=question, skipped_model=skipped_model,
                               compared_papers=compared_papers,
-                              named_paper=named_paper if route in (None, "single") else None)
+                              named_paper=named_paper)
         notes = list(answer.notes)
         if uncovered and not answer.flags.get("not_answered"):
             notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "

@@ -70,6 +70,7 @@ class Ask:
     wanted: str
     misleading: frozenset[str] = frozenset()
     search_words: str = ""
+    counted: frozenset[str] = frozenset()  # stems of what "how many ..." counts ("sheep", "goat", "studi")
 
     def may_quote(self, sentence: str, section: str | None) -> bool:
         """Whether a sentence the quotation step would skip as a method may answer this ask: only for asks about
@@ -89,7 +90,9 @@ class Ask:
     def fits(self, sentence: str, section: str | None) -> bool:
         """Whether the sentence is the kind of sentence that answers: a count, a duration, a rate, a method."""
         if self.kind == "count":
-            return bool(_COUNT.search(sentence))
+            # people counted ("How many patients ...") as papers count them, "N=44" too; anything else by its name
+            people = not self.counted or any(_COUNT.search(f"2 {word}") for word in self.counted)
+            return bool(people and _COUNT.search(sentence)) or _counts(sentence, self.counted)
         if self.kind == "duration":
             return bool(_NUMBER.search(sentence) and _TIME.search(sentence))
         if self.kind == "rate":
@@ -144,9 +147,40 @@ def asked_for(question: str) -> Ask | None:
     for kind, pattern, words, in_methods, wanted, search_words in _ASKS:
         if pattern.search(question):
             misleading = _stems("effects") if re.search(r"\bside[- ]effects?\b", question, re.IGNORECASE) else None
-            return Ask(kind, words, in_methods, wanted, misleading or frozenset(), search_words)
+            return Ask(kind, words, in_methods, wanted, misleading or frozenset(), search_words,
+                       _what_is_counted(question) if kind == "count" else frozenset())
     which = _WHICH.search(question)
     return Ask("method", _stems(which.group(1)), True, f"which {which.group(1).lower()}") if which else None
+
+
+# What a question counts: the words after "how many" up to its verb or preposition ("How many sheep and goats were
+# sampled?"); a number within four words before one of them is a count of it ("four or more likely effective
+# drugs"), whatever the thing counted.
+_HOW_MANY = re.compile(r"\bhow many\s+((?:[\w-]+\s+){0,3}?[\w-]+?)(?=\s+(?:were|was|are|is|did|do|does|had|have|has|"
+                       r"took|got|received|underwent|in|of|with|from|at|for|on|per)\b|\s*[?,.]|$)", re.IGNORECASE)
+_TOKEN = re.compile(r"[\w.,%-]+")
+# a whole token that is a number ("1,180", "four"), not a word made with one ("six-variable", "3D")
+_A_NUMBER = re.compile(r"\d[\d,.]*%?|" + _NUMBER.pattern.split("|", 1)[1], re.IGNORECASE)
+
+
+def _what_is_counted(question: str) -> frozenset[str]:
+    found = _HOW_MANY.search(question)
+    return frozenset(_singular(w) for w in found.group(1).split() if w.lower() not in ("and", "or", "the")) \
+        if found else frozenset()
+
+
+def _counts(sentence: str, counted: frozenset[str]) -> bool:
+    tokens = _TOKEN.findall(sentence)
+    return bool(counted) and any(
+        _A_NUMBER.fullmatch(token) and any(_singular(after) in counted for after in tokens[i + 1:i + 6])
+        for i, token in enumerate(tokens))
+
+
+def _singular(word: str) -> str:
+    # "studies" counts as "study", "goats" as "goat" (plurals only: the question and the sentence agree in the rest)
+    word = word.lower().strip(".,")
+    return word[:-3] + "y" if word.endswith("ies") else word[:-1] if word.endswith("s") and not \
+        word.endswith("ss") else word
 
 
 def searched_for(question: str, follow_up_to: str | None = None) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
+from pmc_rag.components.follow_up_asks import asked_for
 from pmc_rag.components.quotation_chooser import QuotationChooser
 
 
@@ -84,7 +85,10 @@ class QuotationFirst:
         """
         if (route or "single") in self.routes and not topic_question and not named_paper:
             conclusion = self.chooser.first_paper_conclusion(question, documents)
-            if conclusion is not None:
+            ask = asked_for(question)
+            # "How many patients took part in the OHIP-NL validation study?" asks for a detail, which a conclusion
+            # seldom gives: quoted first only when it does
+            if conclusion is not None and (ask is None or ask.says(conclusion["text"])):
                 return {"skipped_model": f"Quoted from the conclusion of {conclusion['cited'][0]}, the best-matching "
                                          "paper, which speaks to the question: no model was asked (quotation_first)."}
         return {"prompt": prompt}

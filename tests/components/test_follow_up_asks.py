@@ -36,6 +36,14 @@ def test_a_count_is_a_number_beside_who_was_counted_not_any_number_in_the_senten
     assert count.fits("Only 14% of patients knew their SU goal.", None)
     assert not count.fits("Participants underwent a 6-minute walk test.", "Abstract: Main Outcome Measures")
     assert not count.fits("Patients with PD had lower strength.", "Abstract: Results")
+    # What else a question counts is named by the question itself: a number within four words before it.
+    animals = asked_for("How many sheep and goats were sampled in 2007?")
+    assert animals.says("277 sheep and 377 goats were sampled in 2007.")
+    assert not animals.says("The herds were sampled twice.")
+    drugs = asked_for("how many drugs does he need to take?")
+    assert drugs.says("Success was associated with use of four or more likely effective drugs.")
+    assert not drugs.says("Data were provided for 9,153 patients.")  # a count, but of patients, not drugs
+    assert not drugs.says("A six-variable model of the drugs taken.")  # a word made with a number is not a count
     duration = asked_for("How long were the delays?")
     assert duration.fits("Median TPT was 18 days.", None) and not duration.fits("TPT was delayed in 69.1%.", None)
 

@@ -35,6 +35,13 @@ def test_the_model_is_asked_without_a_conclusion_of_the_first_paper_or_off_the_s
     # a question about a paper it names asks for that paper's details: the model reads it
     assert first.run(prompt=PROMPT, documents=[CONCLUSION], question="How was erlotinib dosed in the FIELT trial?",
                      named_paper="FIELT") == {"prompt": PROMPT}
+    # a question asking for a detail (a count, a dose) gets the conclusion only when it gives that detail
+    assert first.run(prompt=PROMPT, documents=[CONCLUSION], question="How many patients took erlotinib in the "
+                     "EGFR-mutant lung cancer study?") == {"prompt": PROMPT}
+    counted = Document(id="n", content="Erlotinib was effective in all 46 patients with EGFR-mutant lung cancer.",
+                       meta=CONCLUSION.meta)
+    assert "skipped_model" in first.run(prompt=PROMPT, documents=[counted], question="How many patients took "
+                                        "erlotinib in the EGFR-mutant lung cancer study?")
     assert "skipped_model" in QuotationFirst(routes=["single", "compare"]).run(
         prompt=PROMPT, documents=[CONCLUSION], question=QUESTION, route="compare")
 

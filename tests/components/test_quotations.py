@@ -292,6 +292,25 @@ def test_a_question_about_a_named_paper_is_answered_as_a_follow_up_about_it_with
     assert answer(route="multi_step")["answer"].startswith("These findings suggest a malleable relationship")
 
 
+def test_what_is_asked_of_a_named_paper_may_be_quoted_from_a_passage_the_model_was_not_shown():
+    # The reader's budget kept the abstract's findings; the count sits in its participants, left unread.
+    read, unread = [PARKINSON[3], PARKINSON[4]], [PARKINSON[1], PARKINSON[2]]
+    built = CitedAnswerBuilder(extractive_sentences=1).run(
+        question="How many patients were in the Parkinson knee study?", documents=read, claims=[], route="single",
+        named_paper="the Parkinson knee study", named_paper_unread=unread)["answer"].model_dump()
+    assert built["answer"] == "Patients (N=44) with idiopathic PD [1]."
+    assert built["citations"][0]["chunk_id"] == "pd-1"  # cited to the passage it comes from
+    # A question that asks for no kind of thing keeps to what was read, as does a question naming no paper.
+    finding = CitedAnswerBuilder(extractive_sentences=1).run(
+        question="What did the Parkinson knee study find?", documents=read, claims=[], route="single",
+        named_paper="the Parkinson knee study", named_paper_unread=unread)["answer"].model_dump()
+    assert finding["citations"][0]["chunk_id"] in {"pd-3", "pd-4"}
+    unnamed = CitedAnswerBuilder(extractive_sentences=1).run(
+        question="How many patients were in the Parkinson knee study?", documents=read, claims=[],
+        route="single", named_paper_unread=unread)["answer"].model_dump()
+    assert unnamed["citations"][0]["chunk_id"] in {"pd-3", "pd-4"}
+
+
 def test_side_effects_are_quoted_from_the_sentence_on_toxicity_not_one_on_effectiveness():
     paper = [Document(id=f"e-{i}", content=text, meta={"source_id": "PMC4816447", "section": section})
              for i, (section, text) in enumerate([
