@@ -70,7 +70,7 @@ class Ask:
     wanted: str
     misleading: frozenset[str] = frozenset()
     search_words: str = ""
-    counted: frozenset[str] = frozenset()  # stems of what "how many ..." counts ("sheep", "goat", "studi")
+    counted: frozenset[str] = frozenset()  # what "how many ..." counts, singular ("sheep", "goat", "study")
 
     def may_quote(self, sentence: str, section: str | None) -> bool:
         """Whether a sentence the quotation step would skip as a method may answer this ask: only for asks about
