@@ -205,7 +205,9 @@ class Answer(BaseModel):
         "not medical advice), `personal_data_removed` (personal data in the answer's text was redacted), "
         "`web_results` (the indexed papers did not answer; web pages are listed in `web_sources`, apart), "
         "`possible_emergency` (the question may describe someone in danger: `safety` is shown first), "
-        "`quoted_first` (the best paper's conclusion answered, so the model was not asked: `QuotationFirst`)"))
+        "`quoted_first` (the best paper's conclusion answered, so the model was not asked: `QuotationFirst`), "
+        "`detail_not_given` (the question asks how many or how long, and no sentence of the answer gives the number: "
+        "the first note says so)"))
     notes: list[str] = Field(default_factory=list, description="the flags in words, for display")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="milliseconds per pipeline stage, and "
                                                                            "`total`")

@@ -12,7 +12,7 @@ from pmc_rag.components.citations import by_paper, canonical_id, content_words, 
 from pmc_rag.components.claim import Claim
 from pmc_rag.components.claim_checker import kind_of_disagreement
 from pmc_rag.components.claim_signals import restates_question, states_an_aim, without_verdict
-from pmc_rag.components.follow_up_asks import asked_for, follow_up_words
+from pmc_rag.components.follow_up_asks import asked_for, follow_up_words, missing_detail
 from pmc_rag.components.follow_up_query import follow_up_query
 from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_THE_LAST, COMPARED_WITH, COMPARES,
                                                 capitalised, compares_subjects, finished, once,
@@ -20,6 +20,7 @@ from pmc_rag.components.model_sentences import (ABOUT_THE_EXCERPTS, BECAUSE_OF_T
 from pmc_rag.components.not_answered import not_answered
 from pmc_rag.components.quotation_chooser import COMPARISON_OPENINGS, QuotationChooser, cited_papers
 from pmc_rag.components.references import numbered, reference
+from pmc_rag.components.section_chunker import split_sentences
 from pmc_rag.components.verdict_check import VerdictCheck
 
 
@@ -225,10 +226,14 @@ class CitedAnswerBuilder:
             notes.append(f"No excerpt found names {_named_parts(uncovered)}: the indexed papers do not compare "
                          + ("them" if route == "compare" else "or answer that part of the question") + ".")
         notes = [*(question_notes or []), *(search_steps or []), *notes, *([web_note] if web_note else [])]
+        missing = missing_detail(question, split_sentences(answer.answer or "")) if route in (None, "single") and \
+            not answer.flags.get("not_answered") else None
+        notes = [missing, *notes] if missing else notes  # the one caveat a reader sees first
         web = {"web_sources": [WebSource(title=d.meta.get("title"), url=d.meta.get("url"), snippet=d.content or "",
                                          confidence=d.meta["confidence"]) for d in web_results],
                "flags": {**answer.flags, "web_results": True}} if web_results else {}
-        return {"answer": answer.updated(notes=notes, route=route, **web)}
+        flags = {**answer.flags, **web.pop("flags", {}), **({"detail_not_given": True} if missing else {})}
+        return {"answer": answer.updated(notes=notes, route=route, flags=flags, **web)}
 
     def _answer(self, question: str, documents: list[Document] | None, claims: list[Claim] | None,
                 removed_claims: list[dict[str, Any]] | None, invalid_citations: list[str] | None, raw_answer: str,

@@ -183,6 +183,23 @@ def _singular(word: str) -> str:
         word.endswith("ss") else word
 
 
+_HOW_MUCH = re.compile(r"\bhow (?:many|long|large|big)\b", re.IGNORECASE)
+
+
+def missing_detail(question: str, sentences: list[str]) -> str | None:
+    """The caveat for an answer to "How many ...?" or "How long ...?" none of whose `sentences` has the number asked
+    for (a conclusion quoted, a finding without its count); None otherwise. Only counts and durations: a number
+    tells for sure whether a sentence gives them, where the words for harms or methods do not; and only when the
+    question says "how many" or "how long" ("Do the programs require follow-up?" asks yes or no)."""
+    ask = asked_for(question)
+    if ask is None or ask.kind not in ("count", "duration") or not _HOW_MUCH.search(question):
+        return None
+    if any(ask.says(re.sub(r"\[\d+\]", "", sentence)) for sentence in sentences):  # not its citation marks
+        return None
+    return (f"No sentence of this answer gives {ask.wanted}, which the question asks for: the papers found may not "
+            "report it, or not in the passages read.")
+
+
 def searched_for(question: str, follow_up_to: str | None = None) -> str:
     """What a question searches for. A follow-up (`follow_up_to`, the question it follows up): its words, then the
     words papers use for what it asks, then its topic (`follow_up_query`). "What about its side effects? toxicity

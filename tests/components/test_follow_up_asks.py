@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pmc_rag.components.follow_up_asks import asked_for
+from pmc_rag.components.follow_up_asks import asked_for, missing_detail
 
 
 @pytest.mark.parametrize("question, kind", [
@@ -104,3 +104,13 @@ def test_a_quotation_candidate_knows_a_finding_a_conclusion_and_what_it_fits():
     method = QuotationCandidate.of("Stability was assessed as the centre of pressure moment arm.", "Methods",
                                    asked_for("How was stability measured?"))
     assert method.method_ok and method.fit == 1
+
+
+def test_an_answer_without_the_number_asked_for_says_so():
+    question = "how long does erlotinib keep lung cancer from growing?"
+    assert "gives a duration" in missing_detail(question, ["Erlotinib is a first-line treatment of choice [1]."])
+    assert missing_detail(question, ["Median progression-free survival was 11 months [1]."]) is None
+    # a citation mark is not the number; a yes-or-no question about follow-up asks for none
+    assert missing_detail("How many patients took part?", ["Findings held for two years [1]."]) is not None
+    assert missing_detail("Do the programs require follow-up?", ["They do not [1]."]) is None
+    assert missing_detail("Is it safe?", ["It was effective [1]."]) is None  # harms: words cannot tell for sure

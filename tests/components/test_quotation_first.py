@@ -58,6 +58,16 @@ def test_the_builder_quotes_the_conclusion_flagged_and_says_why_no_model_answere
     assert "quoted_first" not in without.flags and "No model answer was available" in without.notes[0]
 
 
+def test_a_quoted_answer_without_the_number_asked_for_says_so_first():
+    question = "How many patients took erlotinib in the EGFR-mutant lung cancer study?"
+    answer = CitedAnswerBuilder().run(question=question, documents=[CONCLUSION, METHODS], route="single")["answer"]
+    assert answer.flags["detail_not_given"] and answer.caveat().startswith("No sentence of this answer gives a number")
+    counted = Document(id="n", content="Erlotinib was effective in all 46 patients with EGFR-mutant lung cancer.",
+                       meta=CONCLUSION.meta)
+    given = CitedAnswerBuilder().run(question=question, documents=[counted], route="single")["answer"]
+    assert "detail_not_given" not in given.flags
+
+
 def test_serialization_round_trip():
     first = QuotationFirst(routes=["single", "several"], meaning_model="sentence-transformers/all-MiniLM-L6-v2",
                            min_conclusion_similarity=0.5)
