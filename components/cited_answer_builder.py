@@ -230,9 +230,9 @@ class CitedAnswerBuilder:
             not answer.flags.get("not_answered") else None
         notes = [missing, *notes] if missing else notes  # the one caveat a reader sees first
         web = {"web_sources": [WebSource(title=d.meta.get("title"), url=d.meta.get("url"), snippet=d.content or "",
-                                         confidence=d.meta["confidence"]) for d in web_results],
-               "flags": {**answer.flags, "web_results": True}} if web_results else {}
-        flags = {**answer.flags, **web.pop("flags", {}), **({"detail_not_given": True} if missing else {})}
+                                         confidence=d.meta["confidence"]) for d in web_results]} if web_results else {}
+        flags = {**answer.flags, **({"web_results": True} if web_results else {}),
+                 **({"detail_not_given": True} if missing else {})}
         return {"answer": answer.updated(notes=notes, route=route, flags=flags, **web)}
 
     def _answer(self, question: str, documents: list[Document] | None, claims: list[Claim] | None,
